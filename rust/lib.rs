@@ -1,0 +1,15 @@
+//! ctxfast core: exact token counting, the per-unit count cache and (later) the eviction engine.
+//!
+//! Nothing outside `bindings` knows about Python; the core is tested with `cargo test` alone.
+
+pub mod cache;
+pub mod error;
+pub mod tokenize;
+
+#[cfg(feature = "python")]
+mod bindings;
+
+pub use error::{CtxError, CtxResult};
+
+/// Name of the cargo profile that compiled this library ("release", "debug", "profiling").
+pub const BUILD_PROFILE: &str = env!("CTXFAST_BUILD_PROFILE");

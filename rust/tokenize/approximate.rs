@@ -1,0 +1,40 @@
+//! The character estimate: fine for a log line, wrong for a boundary check.
+
+use crate::error::{CtxError, CtxResult};
+
+pub const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
+
+pub fn validate(chars_per_token: f64) -> CtxResult<()> {
+    if chars_per_token.is_finite() && chars_per_token > 0.0 {
+        Ok(())
+    } else {
+        Err(CtxError::invalid(format!(
+            "chars_per_token must be a finite number > 0, got {chars_per_token}"
+        )))
+    }
+}
+
+/// ceil(characters / chars_per_token): a non-empty text is at least one token.
+pub fn count(text: &str, chars_per_token: f64) -> usize {
+    let chars = text.chars().count();
+    (chars as f64 / chars_per_token).ceil() as usize
+}
+
+/// The module-level estimate at four characters a token.
+pub fn approximate_tokens(text: &str) -> usize {
+    count(text, DEFAULT_CHARS_PER_TOKEN)
+}
+
+pub fn truncate(text: &str, max_tokens: usize, chars_per_token: f64) -> &str {
+    let max_chars = (max_tokens as f64 * chars_per_token).floor() as usize;
+    match text.char_indices().nth(max_chars) {
+        Some((byte, _)) => &text[..byte],
+        None => text,
+    }
+}
+
+pub fn no_ids(what: &str) -> CtxError {
+    CtxError::Unsupported(format!(
+        "{what} needs a real vocabulary; the approximate tokenizer only estimates counts"
+    ))
+}

@@ -1,0 +1,86 @@
+//! Hugging Face `tokenizer.json` files (Llama, Qwen, Mistral, DeepSeek, ...).
+
+use tokenizers::Tokenizer;
+
+use crate::error::{CtxError, CtxResult};
+
+pub struct HfEngine {
+    tokenizer: Tokenizer,
+}
+
+impl HfEngine {
+    pub fn from_json(json: &str) -> CtxResult<Self> {
+        let mut tokenizer = Tokenizer::from_bytes(json.as_bytes())
+            .map_err(|e| CtxError::TokenizerLoad(format!("not a valid tokenizer.json: {e}")))?;
+        // A tokenizer.json may carry truncation or padding for model input; a counter must see
+        // every token of the text and nothing else.
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| CtxError::TokenizerLoad(format!("cannot disable truncation: {e}")))?;
+        tokenizer.with_padding(None);
+        Ok(Self { tokenizer })
+    }
+
+    pub fn model_kind(&self) -> &'static str {
+        use tokenizers::models::ModelWrapper;
+        match self.tokenizer.get_model() {
+            ModelWrapper::BPE(_) => "bpe",
+            ModelWrapper::WordPiece(_) => "wordpiece",
+            ModelWrapper::WordLevel(_) => "wordlevel",
+            ModelWrapper::Unigram(_) => "unigram",
+        }
+    }
+
+    fn encoding(&self, text: &str) -> CtxResult<tokenizers::Encoding> {
+        self.tokenizer
+            .encode_fast(text, false)
+            .map_err(|e| CtxError::Encoding(format!("tokenizer.json engine failed: {e}")))
+    }
+
+    pub fn count(&self, text: &str) -> CtxResult<usize> {
+        Ok(self.encoding(text)?.len())
+    }
+
+    pub fn encode(&self, text: &str) -> CtxResult<Vec<u32>> {
+        Ok(self.encoding(text)?.get_ids().to_vec())
+    }
+
+    pub fn decode(&self, ids: &[u32]) -> CtxResult<String> {
+        let size = self.vocab_size();
+        if let Some((pos, bad)) = ids.iter().enumerate().find(|(_, &id)| id as usize >= size) {
+            return Err(CtxError::invalid(format!(
+                "token id {bad} at position {pos} is not in this tokenizer (vocabulary size {size})"
+            )));
+        }
+        self.tokenizer
+            .decode(ids, false)
+            .map_err(|e| CtxError::Encoding(format!("decode failed: {e}")))
+    }
+
+    /// Byte offset after each token, ascending (offsets of merged/added tokens can repeat).
+    pub fn token_ends(&self, text: &str) -> CtxResult<Vec<usize>> {
+        let enc = self
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| CtxError::Encoding(format!("tokenizer.json engine failed: {e}")))?;
+        let mut furthest = 0usize;
+        Ok(enc
+            .get_offsets()
+            .iter()
+            .map(|&(_, end)| {
+                furthest = furthest.max(end);
+                furthest
+            })
+            .collect())
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.tokenizer.get_vocab_size(true)
+    }
+
+    pub fn to_json(&self) -> CtxResult<String> {
+        self.tokenizer
+            .to_string(false)
+            .map_err(|e| CtxError::Encoding(format!("cannot serialise tokenizer: {e}")))
+    }
+}

@@ -1,0 +1,212 @@
+//! Exact token counting behind one type, [`TokenCounter`], whatever the vocabulary.
+//!
+//! Engines: the embedded OpenAI encodings (GitHub's linear-time BPE), a Hugging Face
+//! `tokenizer.json`, or the four-characters-a-token estimate. Every engine sits behind the same
+//! per-unit count cache.
+
+mod approximate;
+mod huggingface;
+mod tiktoken;
+
+use std::sync::{Arc, OnceLock};
+
+use rayon::prelude::*;
+
+use crate::cache::{CacheInfo, CountCache, DEFAULT_CAPACITY};
+use crate::error::{CtxError, CtxResult};
+
+pub use approximate::{approximate_tokens, DEFAULT_CHARS_PER_TOKEN};
+pub use tiktoken::Encoding;
+
+/// Below this many bytes in a batch, spreading it over threads costs more than it saves
+/// (measured in benches/test_bench_tokenizer.py: count_many on two cores vs one).
+const PARALLEL_MIN_BYTES: usize = 32 * 1024;
+
+pub enum Engine {
+    Tiktoken(Encoding),
+    HuggingFace(Box<huggingface::HfEngine>),
+    Approximate { chars_per_token: f64 },
+}
+
+pub struct TokenCounter {
+    engine: Engine,
+    cache: CountCache,
+}
+
+impl TokenCounter {
+    pub fn new(engine: Engine, cache_capacity: usize) -> Self {
+        Self { engine, cache: CountCache::new(cache_capacity) }
+    }
+
+    /// The process-wide counter for an embedded encoding: one vocabulary and one cache shared by
+    /// every caller that did not ask for a private cache.
+    pub fn shared(encoding: Encoding) -> Arc<TokenCounter> {
+        static O200K: OnceLock<Arc<TokenCounter>> = OnceLock::new();
+        static CL100K: OnceLock<Arc<TokenCounter>> = OnceLock::new();
+        let cell = match encoding {
+            Encoding::O200kBase => &O200K,
+            Encoding::Cl100kBase => &CL100K,
+        };
+        cell.get_or_init(|| Arc::new(Self::new(Engine::Tiktoken(encoding), DEFAULT_CAPACITY)))
+            .clone()
+    }
+
+    pub fn from_encoding_name(name: &str, cache_capacity: Option<usize>) -> CtxResult<Arc<Self>> {
+        let encoding = Encoding::from_name(name)?;
+        Ok(match cache_capacity {
+            None => Self::shared(encoding),
+            Some(cap) => Arc::new(Self::new(Engine::Tiktoken(encoding), cap)),
+        })
+    }
+
+    pub fn from_hf_json(json: &str, cache_capacity: usize) -> CtxResult<Self> {
+        let engine = huggingface::HfEngine::from_json(json)?;
+        Ok(Self::new(Engine::HuggingFace(Box::new(engine)), cache_capacity))
+    }
+
+    pub fn approximate(chars_per_token: f64, cache_capacity: usize) -> CtxResult<Self> {
+        approximate::validate(chars_per_token)?;
+        Ok(Self::new(Engine::Approximate { chars_per_token }, cache_capacity))
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// A short human-readable name: the encoding, "huggingface:<model>", "approximate(4)".
+    pub fn name(&self) -> String {
+        match &self.engine {
+            Engine::Tiktoken(e) => e.name().to_string(),
+            Engine::HuggingFace(hf) => format!("huggingface:{}", hf.model_kind()),
+            Engine::Approximate { chars_per_token } => format!("approximate({chars_per_token})"),
+        }
+    }
+
+    /// Exact count, served from the cache when this text was counted before.
+    pub fn count(&self, text: &str) -> CtxResult<usize> {
+        self.cache.get_or_count(text, |t| self.count_uncached(t))
+    }
+
+    /// Exact count straight from the engine, neither reading nor filling the cache.
+    pub fn count_uncached(&self, text: &str) -> CtxResult<usize> {
+        match &self.engine {
+            Engine::Tiktoken(e) => Ok(e.tokenizer().count(text)),
+            Engine::HuggingFace(hf) => hf.count(text),
+            Engine::Approximate { chars_per_token } => {
+                Ok(approximate::count(text, *chars_per_token))
+            }
+        }
+    }
+
+    pub fn count_with(&self, text: &str, use_cache: bool) -> CtxResult<usize> {
+        if use_cache {
+            self.count(text)
+        } else {
+            self.count_uncached(text)
+        }
+    }
+
+    /// Counts a batch, across all cores when the batch is large enough to pay for it.
+    pub fn count_many(&self, texts: &[&str], use_cache: bool) -> CtxResult<Vec<usize>> {
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        if texts.len() > 1 && total >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1 {
+            texts.par_iter().map(|t| self.count_with(t, use_cache)).collect()
+        } else {
+            self.count_many_serial(texts, use_cache)
+        }
+    }
+
+    /// One thread, in order; the baseline count_many is measured against.
+    pub fn count_many_serial(&self, texts: &[&str], use_cache: bool) -> CtxResult<Vec<usize>> {
+        texts.iter().map(|t| self.count_with(t, use_cache)).collect()
+    }
+
+    pub fn encode(&self, text: &str) -> CtxResult<Vec<u32>> {
+        match &self.engine {
+            Engine::Tiktoken(e) => Ok(e.tokenizer().encode(text)),
+            Engine::HuggingFace(hf) => hf.encode(text),
+            Engine::Approximate { .. } => Err(approximate::no_ids("encode")),
+        }
+    }
+
+    /// Decodes ids; bytes that do not form valid UTF-8 become U+FFFD, as tiktoken does.
+    pub fn decode(&self, ids: &[u32]) -> CtxResult<String> {
+        match &self.engine {
+            Engine::Tiktoken(e) => {
+                Ok(String::from_utf8_lossy(&e.decode_bytes(ids)?).into_owned())
+            }
+            Engine::HuggingFace(hf) => hf.decode(ids),
+            Engine::Approximate { .. } => Err(approximate::no_ids("decode")),
+        }
+    }
+
+    /// The raw bytes of a token sequence (OpenAI encodings only: their tokens are byte strings).
+    pub fn decode_bytes(&self, ids: &[u32]) -> CtxResult<Vec<u8>> {
+        match &self.engine {
+            Engine::Tiktoken(e) => e.decode_bytes(ids),
+            Engine::HuggingFace(hf) => Ok(hf.decode(ids)?.into_bytes()),
+            Engine::Approximate { .. } => Err(approximate::no_ids("decode_bytes")),
+        }
+    }
+
+    /// The longest prefix of `text` that ends on a token boundary and on a character boundary
+    /// and counts at most `max_tokens`.
+    pub fn truncate<'a>(&self, text: &'a str, max_tokens: usize) -> CtxResult<&'a str> {
+        // Candidate cut points, ascending: the byte offset after each token.
+        let ends: Vec<usize> = match &self.engine {
+            Engine::Tiktoken(e) => e.token_ends(text),
+            Engine::HuggingFace(hf) => hf.token_ends(text)?,
+            Engine::Approximate { chars_per_token } => {
+                return Ok(approximate::truncate(text, max_tokens, *chars_per_token));
+            }
+        };
+        if ends.len() <= max_tokens {
+            return Ok(text);
+        }
+        // A prefix can tokenize differently from the whole text, so each cut is re-counted;
+        // the first candidate almost always fits, the loop is a guarantee, not a search.
+        let mut k = max_tokens;
+        while k > 0 {
+            let end = ends[k - 1];
+            if end <= text.len() && text.is_char_boundary(end) {
+                let prefix = &text[..end];
+                if self.count_uncached(prefix)? <= max_tokens {
+                    return Ok(prefix);
+                }
+            }
+            k -= 1;
+        }
+        Ok("")
+    }
+
+    pub fn cache_info(&self) -> CacheInfo {
+        self.cache.info()
+    }
+
+    pub fn clear_cache(&self) {
+        self.cache.clear();
+    }
+
+    pub fn cache(&self) -> &CountCache {
+        &self.cache
+    }
+
+    pub fn vocab_size(&self) -> Option<usize> {
+        match &self.engine {
+            Engine::Tiktoken(e) => Some(e.tokenizer().bpe.num_tokens()),
+            Engine::HuggingFace(hf) => Some(hf.vocab_size()),
+            Engine::Approximate { .. } => None,
+        }
+    }
+
+    /// The tokenizer.json text of a Hugging Face engine (for pickling), None for the others.
+    pub fn hf_json(&self) -> CtxResult<Option<String>> {
+        match &self.engine {
+            Engine::HuggingFace(hf) => hf.to_json().map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
