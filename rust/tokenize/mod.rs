@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 
 use crate::cache::{CacheInfo, CountCache, DEFAULT_CAPACITY};
-use crate::error::{CtxError, CtxResult};
+use crate::error::CtxResult;
 
 pub use approximate::{approximate_tokens, DEFAULT_CHARS_PER_TOKEN};
 pub use tiktoken::Encoding;

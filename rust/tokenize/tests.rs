@@ -1,6 +1,7 @@
 use std::time::Instant;
 
 use super::*;
+use crate::error::CtxError;
 
 fn o200k() -> Arc<TokenCounter> {
     TokenCounter::shared(Encoding::O200kBase)

@@ -1,0 +1,3 @@
+from ctxfast.cli import main
+
+main()

@@ -1,0 +1,57 @@
+"""The exception hierarchy. Every error ctxfast raises is a ``CtxfastError``.
+
+Each class also derives from the builtin that matches its meaning, so existing
+``except ValueError`` / ``except TypeError`` handlers keep working. The Rust core raises these
+classes by name (``rust/bindings/errors.rs``); that file and this one are the whole mapping.
+"""
+
+from __future__ import annotations
+
+
+class CtxfastError(Exception):
+    """Base class of every ctxfast error."""
+
+
+class InvalidArgumentError(CtxfastError, ValueError):
+    """An argument has the right type but an impossible value (negative, NaN, unknown name...)."""
+
+
+class ArgumentTypeError(CtxfastError, TypeError):
+    """An argument has the wrong type."""
+
+
+class TextEncodingError(CtxfastError, ValueError):
+    """Text that is not valid Unicode (a lone surrogate) and so has no token count."""
+
+
+class TokenizerLoadError(CtxfastError, ValueError):
+    """A tokenizer definition (tokenizer.json) could not be parsed."""
+
+
+class TokenizerFileNotFoundError(CtxfastError, FileNotFoundError):
+    """A tokenizer file does not exist."""
+
+
+class UnsupportedOperationError(CtxfastError, NotImplementedError):
+    """The tokenizer cannot do this (ids from the character estimate or a callable counter)."""
+
+
+class TokenizationError(CtxfastError, RuntimeError):
+    """The tokenizer engine failed on this input."""
+
+
+class CounterError(CtxfastError, RuntimeError):
+    """A user-supplied counting callable raised or returned something that is not a count."""
+
+
+__all__ = [
+    "ArgumentTypeError",
+    "CounterError",
+    "CtxfastError",
+    "InvalidArgumentError",
+    "TextEncodingError",
+    "TokenizationError",
+    "TokenizerFileNotFoundError",
+    "TokenizerLoadError",
+    "UnsupportedOperationError",
+]

@@ -1,0 +1,147 @@
+//! Argument extraction with messages that name the argument and the value.
+//!
+//! pyo3's own conversions raise a bare `TypeError`; every public entry point goes through these
+//! helpers instead so that all bad input surfaces as a `CtxfastError` subclass.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyInt, PyString};
+
+use super::errors::{error, Kind};
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+#[cold]
+pub fn wrong_type(obj: &Bound<'_, PyAny>, arg: &str, want: &str) -> PyErr {
+    error(
+        obj.py(),
+        Kind::ArgumentType,
+        format!("argument '{arg}' must be {want}, not {}", type_name(obj)),
+    )
+}
+
+/// A `str` as UTF-8. Lone surrogates cannot be UTF-8 and are refused with their position.
+pub fn text<'a>(obj: &'a Bound<'_, PyAny>, arg: &str) -> PyResult<&'a str> {
+    let s = obj.cast::<PyString>().map_err(|_| wrong_type(obj, arg, "str"))?;
+    s.to_str().map_err(|e| surrogate_error(obj.py(), e, arg))
+}
+
+#[cold]
+fn surrogate_error(py: Python<'_>, err: PyErr, arg: &str) -> PyErr {
+    let value = err.value(py);
+    let start = value
+        .getattr("start")
+        .and_then(|s| s.extract::<usize>())
+        .map(|s| format!(" at index {s}"))
+        .unwrap_or_default();
+    let new = error(
+        py,
+        Kind::TextEncoding,
+        format!(
+            "argument '{arg}' contains a lone surrogate{start}, which is not valid Unicode text \
+             and has no token count; clean it first, e.g. \
+             text.encode('utf-8', 'replace').decode('utf-8')"
+        ),
+    );
+    new.set_cause(py, Some(err));
+    new
+}
+
+/// A sequence of `str` (list, tuple, any iterable). Items are kept alive by the returned vector.
+pub fn texts<'py>(obj: &Bound<'py, PyAny>, arg: &str) -> PyResult<Vec<Bound<'py, PyString>>> {
+    if obj.is_instance_of::<PyString>() {
+        return Err(wrong_type(obj, arg, "a sequence of str (got a single str)"));
+    }
+    let iter = obj
+        .try_iter()
+        .map_err(|_| wrong_type(obj, arg, "a sequence of str"))?;
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for (i, item) in iter.enumerate() {
+        let item = item?;
+        let s = item
+            .cast_into::<PyString>()
+            .map_err(|e| wrong_type(&e.into_inner(), &format!("{arg}[{i}]"), "str"))?;
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// A non-negative Python int (bool refused: `True` tokens is a bug, not a budget).
+pub fn count_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return Err(wrong_type(obj, arg, "int"));
+    }
+    match obj.extract::<i128>() {
+        Ok(v) if v >= 0 => usize::try_from(v).map_err(|_| too_large(obj, arg, v)),
+        Ok(v) => Err(error(
+            obj.py(),
+            Kind::InvalidArgument,
+            format!("argument '{arg}' must be >= 0, got {v}"),
+        )),
+        Err(_) => Err(error(
+            obj.py(),
+            Kind::InvalidArgument,
+            format!("argument '{arg}' is out of range"),
+        )),
+    }
+}
+
+#[cold]
+fn too_large(obj: &Bound<'_, PyAny>, arg: &str, v: i128) -> PyErr {
+    error(obj.py(), Kind::InvalidArgument, format!("argument '{arg}' is too large: {v}"))
+}
+
+/// Token ids: a sequence of ints in 0..2**32.
+pub fn ids(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Vec<u32>> {
+    if obj.is_instance_of::<PyString>() {
+        return Err(wrong_type(obj, arg, "a sequence of int"));
+    }
+    let iter = obj
+        .try_iter()
+        .map_err(|_| wrong_type(obj, arg, "a sequence of int"))?;
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for (i, item) in iter.enumerate() {
+        let item = item?;
+        let name = format!("{arg}[{i}]");
+        let v = count_arg(&item, &name)?;
+        let id = u32::try_from(v).map_err(|_| {
+            error(
+                item.py(),
+                Kind::InvalidArgument,
+                format!("argument '{name}' is not a token id: {v}"),
+            )
+        })?;
+        out.push(id);
+    }
+    Ok(out)
+}
+
+/// A finite float > 0.
+pub fn positive_float(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<f64> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(wrong_type(obj, arg, "float"));
+    }
+    let v: f64 = obj.extract().map_err(|_| wrong_type(obj, arg, "float"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(error(
+            obj.py(),
+            Kind::InvalidArgument,
+            format!("argument '{arg}' must be a finite number > 0, got {v}"),
+        ))
+    }
+}
+
+/// Optional cache capacity: None keeps the default.
+pub fn capacity(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<usize>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => count_arg(o, arg).map(Some),
+    }
+}
