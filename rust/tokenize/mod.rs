@@ -6,6 +6,7 @@
 
 mod approximate;
 mod huggingface;
+pub mod join;
 mod tiktoken;
 
 use std::sync::{Arc, OnceLock};

@@ -1,0 +1,108 @@
+//! The exact count of texts joined by a separator, without re-tokenizing the texts.
+//!
+//! For the OpenAI encodings, a position that follows a line feed and holds a non-whitespace
+//! character always starts a new pre-tokenization piece, whatever came before or comes after:
+//! every piece that can contain a line feed ends in whitespace, and no piece starts with one
+//! that could extend backwards over it. BPE never merges across pieces, so a text's count is
+//! additive over the regions between such "anchors". Joining texts therefore only changes the
+//! count of the region that straddles each join: from the last anchor of one text, through the
+//! separator, to the first anchor of the next. Those regions (usually a line or two) are all
+//! that gets tokenized; the rest comes from the texts' known counts. Texts without anchors are
+//! absorbed whole into the straddling region, so the result is exact in every case.
+
+use crate::error::CtxResult;
+
+/// Is byte offset `i` of `joined` (given as a chain of parts) an anchor? Used on one string.
+fn is_anchor(text: &str, i: usize) -> bool {
+    i > 0
+        && text.as_bytes().get(i - 1) == Some(&b'\n')
+        && text[i..].chars().next().is_some_and(|c| !c.is_whitespace())
+}
+
+fn first_anchor(text: &str) -> Option<usize> {
+    text.match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| is_anchor(text, i))
+}
+
+fn last_anchor(text: &str) -> Option<usize> {
+    text.rmatch_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| is_anchor(text, i))
+}
+
+/// Exact count of `texts.join(sep)` given each text's exact standalone count.
+///
+/// `count` tokenizes a fragment (it is called only on the regions around joins).
+pub fn count_joined(
+    texts: &[&str],
+    counts: &[usize],
+    sep: &str,
+    count: &dyn Fn(&str) -> CtxResult<usize>,
+) -> CtxResult<usize> {
+    if texts.is_empty() {
+        return Ok(0);
+    }
+    let mut total = 0usize;
+    // The straddling region being accumulated: text since the last anchor.
+    let mut pending = String::new();
+    for (i, (&text, &n)) in texts.iter().zip(counts).enumerate() {
+        if i > 0 {
+            pending.push_str(sep);
+        }
+        // The start of a text is itself an anchor when the separator ended in a line feed.
+        let starts_anchored = i > 0
+            && pending.ends_with('\n')
+            && text.chars().next().is_some_and(|c| !c.is_whitespace());
+        if starts_anchored {
+            total += count(&pending)?;
+            pending.clear();
+        }
+        match (first_anchor(text), last_anchor(text)) {
+            (Some(first), Some(last)) => {
+                pending.push_str(&text[..first]);
+                total += count(&pending)?;
+                pending.clear();
+                // The anchored middle [first, last) keeps its standalone count.
+                let edges = count(&text[..first])? + count(&text[last..])?;
+                total += n.saturating_sub(edges);
+                pending.push_str(&text[last..]);
+            }
+            _ => pending.push_str(text),
+        }
+    }
+    total += count(&pending)?;
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenize::{Encoding, TokenCounter};
+
+    fn check(texts: &[&str], sep: &str) {
+        for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let tok = TokenCounter::shared(enc);
+            let counts: Vec<usize> = texts.iter().map(|t| tok.count(t).unwrap()).collect();
+            let f = |s: &str| tok.count_uncached(s);
+            let got = count_joined(texts, &counts, sep, &f).unwrap();
+            let want = tok.count_uncached(&texts.join(sep)).unwrap();
+            assert_eq!(got, want, "{enc:?} {texts:?} joined by {sep:?}");
+        }
+    }
+
+    #[test]
+    fn joins_are_exact() {
+        check(&["hello", "world"], " ");
+        check(&["hello", "world"], "");
+        check(&["line one\nline two\n", "\nnext para\nmore"], "\n\n");
+        check(&["a\n\nb  ", "  c\nd"], "\n");
+        check(&["trailing   ", "   leading"], "\n---\n");
+        check(&["x\ny\nz", "", "q\nr"], "\n\n");
+        check(&["日本語\nテキスト", "続き\nです"], "\n");
+        check(&["don", "'t stop\nnow"], "");
+        check(&["abc\n", "def\n", "ghi\n"], "");
+        check(&["12\n34", "56\n78"], "");
+        check(&["  \n  \n", "\n\n  x"], "\n");
+    }
+}
