@@ -114,21 +114,24 @@ def json_text(limit: int = GENERATED_BYTES, seed: int = 20240601) -> str:
     """A pretty-printed JSON array of seeded random records, just over ``limit`` bytes."""
     rng = random.Random(seed)
     records = []
-    size = 0
+    size = 2
     while size < limit:
         rec = _record(rng, len(records))
         records.append(rec)
-        size += len(json.dumps(rec, indent=2, ensure_ascii=False).encode("utf-8")) + 4
-    return json.dumps({"records": records}, indent=2, ensure_ascii=False) + "\n"
+        one = json.dumps(rec, indent=2, ensure_ascii=False)
+        # Inside the top-level array every line gains two spaces; records are joined by ",\n".
+        size += len(one.encode("utf-8")) + 2 * (one.count("\n") + 1) + 2
+    return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
 
 
-def _cut_bytes(text: str, limit: int) -> str:
+def _cut_bytes(text: str, limit: int, at_line: bool = True) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (after the last line break if ``at_line``)."""
     raw = text.encode("utf-8")
     if len(raw) <= limit:
         return text
     cut = raw[:limit]
     nl = cut.rfind(b"\n")
-    if nl > 0:
+    if at_line and nl > 0:
         cut = cut[: nl + 1]
     return cut.decode("utf-8", errors="ignore")
 
@@ -153,14 +156,14 @@ def units(corpus: str, size: int, count: int, seed: int = 7) -> list[str]:
 
 
 def batch(corpora: list[str], count: int = 2000, lo: int = 1024, hi: int = 8192, seed: int = 11) -> list[str]:
-    """``count`` texts of ``lo``..``hi`` characters, sliced from the given corpora in turn."""
+    """``count`` texts of about ``lo``..``hi`` UTF-8 bytes, sliced from the given corpora in turn."""
     rng = random.Random(seed)
     out = []
     for i in range(count):
         src = corpora[i % len(corpora)]
-        n = rng.randint(lo, hi)
+        n = rng.randint(lo, hi)  # bytes
         start = rng.randrange(0, len(src) - n)
-        out.append(src[start : start + n])
+        out.append(_cut_bytes(src[start : start + n], n, at_line=False))
     return out
 
 

@@ -3,6 +3,7 @@
 //! Nothing outside `bindings` knows about Python; the core is tested with `cargo test` alone.
 
 pub mod cache;
+pub mod engine;
 pub mod error;
 pub mod tokenize;
 

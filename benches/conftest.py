@@ -1,0 +1,137 @@
+"""Fixtures and guards for the ctxfast benchmarks.
+
+- Refuses to run against anything but a release build of the extension (debug numbers mislead).
+- Points tiktoken at the shared rank files (``<shared>/data/tiktoken_cache``) before it is
+  imported anywhere, so the peers load offline.
+- Quick mode (``CTXFAST_BENCH_QUICK=1``, or ``--benchmark-disable`` as CI runs it): every body runs
+  once and wall-clock assertions are skipped; correctness checks still run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import corpora  # noqa: E402  (after the path tweak, so --import-mode=importlib works too)
+
+SHARED = corpora.shared_dir()
+# Before any test module imports tiktoken: its cache directory is read at get_encoding() time,
+# but setting it here, first, leaves no window in which a download could be attempted.
+os.environ["TIKTOKEN_CACHE_DIR"] = str(corpora.tiktoken_cache_dir(SHARED))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import ctxfast
+
+    profile = getattr(ctxfast, "build_profile", None)
+    if profile != "release":
+        pytest.exit(
+            f"benches: refusing to run against a {profile!r} build of ctxfast "
+            f"({ctxfast._core.__file__}); benchmark numbers are only meaningful for a release "
+            "build — install it with `pip install .` (maturin's release profile).",
+            returncode=2,
+        )
+    missing = [
+        p
+        for p in (
+            SHARED / "corpora" / "pride_and_prejudice.txt",
+            SHARED / "corpora" / "wagahai.txt",
+            corpora.tiktoken_cache_dir(SHARED) / corpora.O200K_FILE,
+        )
+        if not p.is_file()
+    ]
+    if missing:
+        pytest.exit(
+            "benches: shared data not found: "
+            + ", ".join(map(str, missing))
+            + " — set CTXFAST_SHARED to the shared folder (default: <repo root>/../shared).",
+            returncode=2,
+        )
+
+
+def is_quick(config: pytest.Config) -> bool:
+    return os.environ.get("CTXFAST_BENCH_QUICK") == "1" or bool(
+        config.getoption("benchmark_disable", default=False)
+    )
+
+
+@pytest.fixture(scope="session")
+def quick(pytestconfig: pytest.Config) -> bool:
+    return is_quick(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    return SHARED
+
+
+# ---- corpora ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def prose_text(shared: Path) -> str:
+    return corpora.prose(shared)
+
+
+@pytest.fixture(scope="session")
+def cjk_text(shared: Path) -> str:
+    return corpora.cjk(shared)
+
+
+@pytest.fixture(scope="session")
+def code_text() -> str:
+    return corpora.code()
+
+
+@pytest.fixture(scope="session")
+def json_text() -> str:
+    return corpora.json_text()
+
+
+@pytest.fixture(scope="session")
+def corpus(prose_text: str, code_text: str, json_text: str, cjk_text: str) -> dict[str, str]:
+    return {"prose": prose_text, "code": code_text, "json": json_text, "cjk": cjk_text}
+
+
+# ---- tokenizers ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def ctx_default():
+    import ctxfast
+
+    return ctxfast.Tokenizer.default()
+
+
+@pytest.fixture(scope="session")
+def tiktoken_o200k():
+    import tiktoken
+
+    return tiktoken.get_encoding("o200k_base")
+
+
+@pytest.fixture(scope="session")
+def hf_o200k_file(shared: Path, tiktoken_o200k) -> Path:
+    """o200k_base converted to a tokenizer.json (cached under the temp dir)."""
+    return corpora.hf_o200k_path(shared, tiktoken_o200k._pat_str)
+
+
+@pytest.fixture(scope="session")
+def hf_o200k(hf_o200k_file: Path):
+    """The Python ``tokenizers.Tokenizer`` for o200k_base."""
+    import tokenizers
+
+    return tokenizers.Tokenizer.from_file(str(hf_o200k_file))
+
+
+@pytest.fixture(scope="session")
+def ctx_from_hf(hf_o200k):
+    """ctxfast's Hugging Face backend on the same converted vocabulary."""
+    import ctxfast
+
+    return ctxfast.Tokenizer.from_hf(hf_o200k, cache_capacity=0)

@@ -1,0 +1,260 @@
+"""Token counting: ctxfast side by side with its peers, one pytest-benchmark group per question.
+
+Groups (``benches/report.py`` turns the JSON into a table and checks the targets):
+
+- ``throughput-{prose,code,json,cjk}``: a ~1 MB text, o200k_base. ``ctxfast`` =
+  ``Tokenizer.default().count(text, cache=False)``; ``tiktoken`` = ``len(encode_ordinary(text))``;
+  ``tokenizers`` = the Python HF package on o200k converted from tiktoken's rank file;
+  ``ctxfast.from_hf`` = ctxfast's HF backend on that same tokenizer.json.
+- ``short-count``: one ~20-token sentence, per call.
+- ``pathological-1MiB`` / ``pathological-256KiB``: adversarial inputs, ctxfast only.
+- ``cache-4KB``: 64 distinct 4 KB units, per unit: cache hit vs cold count.
+- ``count_many``: 2,000 texts of 1-8 KB (~9 MB) with ``count_many`` (both cores) vs a serial loop.
+
+Every contender's result is checked against tiktoken's count, so no row is fast by being wrong.
+Each benchmark records ``contender`` and ``baseline`` (the ctxfast row its group is compared
+against) in ``extra_info``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+import corpora
+
+# Rounds per contender. Medians over fixed rounds keep the full run's length predictable
+# (about 1-2 minutes on 2 cores) whatever the machine's mood.
+ROUNDS_FAST = 25  # ctxfast / tiktoken on ~1 MB (tens of ms a round)
+ROUNDS_SLOW = 7  # the HF tokenizer on ~1 MB (~0.2-0.7 s a round)
+
+CORPORA = ["prose", "code", "json", "cjk"]
+THROUGHPUT_CONTENDERS = ["ctxfast", "tiktoken", "tokenizers", "ctxfast.from_hf"]
+
+
+def _tag(benchmark, group: str, contender: str, baseline: bool, **extra) -> None:
+    benchmark.group = group
+    benchmark.extra_info.update(contender=contender, baseline=baseline, **extra)
+
+
+@pytest.fixture(scope="session")
+def counters(ctx_default, tiktoken_o200k, hf_o200k, ctx_from_hf):
+    """name -> (str -> token count), the way each contender is meant to be used for counting."""
+    return {
+        "ctxfast": lambda t: ctx_default.count(t, cache=False),
+        "tiktoken": lambda t: len(tiktoken_o200k.encode_ordinary(t)),
+        # len(Encoding) is the number of tokens, without building the id list in Python.
+        "tokenizers": lambda t: len(hf_o200k.encode(t, add_special_tokens=False)),
+        "ctxfast.from_hf": lambda t: ctx_from_hf.count(t, cache=False),
+    }
+
+
+@pytest.fixture(scope="session")
+def reference_counts(corpus, tiktoken_o200k) -> dict[str, int]:
+    return {name: len(tiktoken_o200k.encode_ordinary(text)) for name, text in corpus.items()}
+
+
+# ---- throughput ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "corpus_name,contender",
+    [(c, k) for c in CORPORA for k in THROUGHPUT_CONTENDERS],
+    ids=[f"{c}-{k}" for c in CORPORA for k in THROUGHPUT_CONTENDERS],
+)
+def test_throughput(benchmark, corpus, counters, reference_counts, corpus_name, contender):
+    text = corpus[corpus_name]
+    count = counters[contender]
+    _tag(
+        benchmark,
+        f"throughput-{corpus_name}",
+        contender,
+        contender == "ctxfast",
+        bytes=len(text.encode("utf-8")),
+        chars=len(text),
+        tokens=reference_counts[corpus_name],
+    )
+    rounds = ROUNDS_SLOW if contender in ("tokenizers", "ctxfast.from_hf") else ROUNDS_FAST
+    n = benchmark.pedantic(count, args=(text,), rounds=rounds, warmup_rounds=1, iterations=1)
+    assert n == reference_counts[corpus_name], f"{contender} counted {n} tokens on {corpus_name}"
+
+
+# ---- one short count -------------------------------------------------------------------------
+
+SHORT_CONTENDERS = ["ctxfast (cache=False)", "ctxfast (warm cache)", "tiktoken", "tokenizers"]
+
+
+@pytest.mark.parametrize("contender", SHORT_CONTENDERS)
+def test_short_count(benchmark, ctx_default, tiktoken_o200k, hf_o200k, contender):
+    text = corpora.sentence()
+    expected = len(tiktoken_o200k.encode_ordinary(text))
+    fn = {
+        "ctxfast (cache=False)": lambda: ctx_default.count(text, cache=False),
+        "ctxfast (warm cache)": lambda: ctx_default.count(text),
+        "tiktoken": lambda: len(tiktoken_o200k.encode_ordinary(text)),
+        "tokenizers": lambda: len(hf_o200k.encode(text, add_special_tokens=False)),
+    }[contender]
+    fn()  # warm: fills the cache for the cached row, first-use costs for the others
+    _tag(benchmark, "short-count", contender, contender == "ctxfast (cache=False)", tokens=expected)
+    iterations = 20 if contender == "tokenizers" else 500
+    n = benchmark.pedantic(fn, rounds=30, warmup_rounds=2, iterations=iterations)
+    assert n == expected
+
+
+# ---- pathological inputs ---------------------------------------------------------------------
+
+PATHOLOGICAL_SIZES = {"1MiB": 2**20, "256KiB": 2**18}
+PATHOLOGICAL_CASES = list(corpora.pathological(16))
+PATHOLOGICAL_BUDGET_S = 0.1
+LINEAR_FACTOR = 6.0  # 4x the input; up to 6x allowed for cache effects and noise
+
+
+@pytest.fixture(scope="session")
+def pathological_inputs() -> dict[str, dict[str, str]]:
+    return {size: corpora.pathological(n) for size, n in PATHOLOGICAL_SIZES.items()}
+
+
+@pytest.mark.parametrize("size", list(PATHOLOGICAL_SIZES))
+@pytest.mark.parametrize("case", PATHOLOGICAL_CASES)
+def test_pathological(benchmark, ctx_default, pathological_inputs, case, size):
+    text = pathological_inputs[size][case]
+    _tag(benchmark, f"pathological-{size}", case, False, bytes=len(text.encode("utf-8")))
+    n = benchmark.pedantic(
+        ctx_default.count, args=(text,), kwargs={"cache": False}, rounds=7, warmup_rounds=1
+    )
+    assert 0 < n <= len(text)
+
+
+def _median_seconds(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+@pytest.mark.parametrize("case", PATHOLOGICAL_CASES)
+def test_pathological_budget_and_linearity(ctx_default, pathological_inputs, quick, case):
+    """1 MiB in <= 0.1 s and 4x the input in < ~6x the time (medians; one re-measure on a miss).
+
+    In quick mode only a catastrophe guard applies (a quadratic engine takes tens of seconds on
+    1 MiB; 2 s leaves a wide margin on a slow, busy CI machine).
+    """
+    big = pathological_inputs["1MiB"][case]
+    small = pathological_inputs["256KiB"][case]
+    count = lambda t: ctx_default.count(t, cache=False)  # noqa: E731
+    if quick:
+        t = time.perf_counter()
+        assert count(big) > 0
+        assert time.perf_counter() - t < 2.0
+        return
+    count(big), count(small)  # warm
+    for attempt in range(2):
+        runs = 7 if attempt == 0 else 15
+        t_big = _median_seconds(lambda: count(big), runs)
+        t_small = _median_seconds(lambda: count(small), runs)
+        ok = t_big <= PATHOLOGICAL_BUDGET_S and t_big < LINEAR_FACTOR * t_small
+        if ok:
+            break
+    assert t_big <= PATHOLOGICAL_BUDGET_S, f"{case}: 1 MiB took {t_big * 1e3:.1f} ms (median)"
+    assert t_big < LINEAR_FACTOR * t_small, (
+        f"{case}: 1 MiB {t_big * 1e3:.1f} ms vs 256 KiB {t_small * 1e3:.1f} ms "
+        f"= {t_big / t_small:.1f}x for 4x the input"
+    )
+
+
+# ---- per-unit cache --------------------------------------------------------------------------
+
+CACHE_UNITS = 64
+CACHE_CONTENDERS = ["ctxfast (cache hit)", "ctxfast (cache=False)", "tiktoken"]
+
+
+@pytest.fixture(scope="session")
+def cache_units(prose_text, code_text, json_text, cjk_text) -> list[str]:
+    """64 distinct ~4 KB units (16 from each corpus), cut to at most 4,096 UTF-8 bytes."""
+    out = []
+    for i, text in enumerate([prose_text, code_text, json_text, cjk_text]):
+        out += [corpora._cut_bytes(u, 4096, at_line=False) for u in corpora.units(text, 4096, 16, seed=i)]
+    assert len(set(out)) == len(out) == CACHE_UNITS
+    return out
+
+
+@pytest.mark.parametrize("contender", CACHE_CONTENDERS)
+def test_cache(benchmark, ctx_default, tiktoken_o200k, cache_units, contender):
+    units = cache_units
+    expected = sum(len(tiktoken_o200k.encode_ordinary(u)) for u in units)
+    if contender == "ctxfast (cache hit)":
+        for u in units:
+            ctx_default.count(u)  # fill
+
+        def fn():
+            return sum(ctx_default.count(u) for u in units)
+    elif contender == "ctxfast (cache=False)":
+
+        def fn():
+            return sum(ctx_default.count(u, cache=False) for u in units)
+    else:
+
+        def fn():
+            return sum(len(tiktoken_o200k.encode_ordinary(u)) for u in units)
+
+    _tag(
+        benchmark,
+        "cache-4KB",
+        contender,
+        contender == "ctxfast (cache hit)",
+        items_per_call=len(units),
+        bytes=sum(len(u.encode("utf-8")) for u in units),
+    )
+    misses_before = ctx_default.cache_info().misses
+    if contender == "ctxfast (cache hit)":
+        n = benchmark.pedantic(fn, rounds=30, warmup_rounds=2, iterations=20)
+        assert ctx_default.cache_info().misses == misses_before, "a warm unit missed the cache"
+    else:
+        n = benchmark.pedantic(fn, rounds=15, warmup_rounds=1, iterations=1)
+    assert n == expected
+
+
+# ---- count_many on both cores ----------------------------------------------------------------
+
+MANY_CONTENDERS = [
+    "ctxfast count_many (cache=False)",
+    "ctxfast count loop, 1 thread (cache=False)",
+    "tiktoken encode_ordinary_batch (2 threads)",
+]
+
+
+@pytest.fixture(scope="session")
+def many_texts(prose_text, code_text, json_text, cjk_text) -> list[str]:
+    return corpora.batch([prose_text, code_text, json_text, cjk_text], count=2000)
+
+
+@pytest.fixture(scope="session")
+def many_total(many_texts, tiktoken_o200k) -> int:
+    return sum(len(tiktoken_o200k.encode_ordinary(t)) for t in many_texts)
+
+
+@pytest.mark.parametrize("contender", MANY_CONTENDERS)
+def test_count_many(benchmark, ctx_default, tiktoken_o200k, many_texts, many_total, contender):
+    texts = many_texts
+    fn = {
+        MANY_CONTENDERS[0]: lambda: int(ctx_default.count_many(texts, cache=False).sum()),
+        MANY_CONTENDERS[1]: lambda: sum(ctx_default.count(t, cache=False) for t in texts),
+        MANY_CONTENDERS[2]: lambda: sum(
+            map(len, tiktoken_o200k.encode_ordinary_batch(texts, num_threads=2))
+        ),
+    }[contender]
+    _tag(
+        benchmark,
+        "count_many",
+        contender,
+        contender == MANY_CONTENDERS[0],
+        texts=len(texts),
+        bytes=sum(len(t.encode("utf-8")) for t in texts),
+        tokens=many_total,
+    )
+    n = benchmark.pedantic(fn, rounds=7, warmup_rounds=1, iterations=1)
+    assert n == many_total

@@ -1,0 +1,114 @@
+//! Orders of sacrifice. One sort per rung; ties always fall back to input position.
+
+use std::cmp::Ordering;
+
+use super::policy::Order;
+
+/// What an order needs to know about a candidate.
+#[derive(Clone, Copy, Debug)]
+pub struct RankKey {
+    pub position: usize,
+    pub tokens: usize,
+    pub score: f64,
+    pub recoverable: bool,
+    pub stale: bool,
+}
+
+pub fn compare(order: Order, a: &RankKey, b: &RankKey) -> Ordering {
+    let by_position = a.position.cmp(&b.position);
+    match order {
+        Order::Oldest => by_position,
+        Order::Newest => by_position.reverse(),
+        Order::LowestScore => a.score.total_cmp(&b.score).then(by_position),
+        Order::Largest => b.tokens.cmp(&a.tokens).then(by_position),
+        Order::Rank => (!a.recoverable)
+            .cmp(&!b.recoverable)
+            .then((!a.stale).cmp(&!b.stale))
+            .then(a.score.total_cmp(&b.score))
+            .then(b.tokens.cmp(&a.tokens))
+            .then(by_position),
+    }
+}
+
+/// Positions of `keys` in the order they would be sacrificed.
+pub fn sort_indices(order: Order, keys: &[RankKey]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..keys.len()).collect();
+    idx.sort_by(|&a, &b| compare(order, &keys[a], &keys[b]));
+    idx
+}
+
+/// The rank entry point for callers with their own structures: which indices to evict, in rank
+/// order, to free at least `deficit` tokens. Protected entries are never returned; when the
+/// unprotected ones cannot cover the deficit, all of them are returned.
+pub fn evict_for_deficit(
+    tokens: &[usize],
+    recoverable: &[bool],
+    stale: &[bool],
+    relevance: &[f64],
+    protected: &[bool],
+    deficit: usize,
+) -> Vec<usize> {
+    let keys: Vec<RankKey> = (0..tokens.len())
+        .filter(|&i| !protected[i])
+        .map(|i| RankKey {
+            position: i,
+            tokens: tokens[i],
+            score: relevance[i],
+            recoverable: recoverable[i],
+            stale: stale[i],
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut freed = 0usize;
+    for k in sort_indices(Order::Rank, &keys) {
+        if freed >= deficit {
+            break;
+        }
+        out.push(keys[k].position);
+        freed += keys[k].tokens;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_is_recoverable_then_stale_then_relevance_then_size() {
+        // 0: pinned-ish instruction, not recoverable, fresh, relevant
+        // 1: file read, recoverable, stale, big
+        // 2: search result, recoverable, fresh, low relevance
+        // 3: few-shot example, not recoverable, fresh, mid relevance, big
+        let tokens = [300, 6000, 900, 1200];
+        let order = evict_for_deficit(
+            &tokens,
+            &[false, true, true, false],
+            &[false, true, false, false],
+            &[0.9, 0.2, 0.1, 0.5],
+            &[false; 4],
+            usize::MAX,
+        );
+        assert_eq!(order, vec![1, 2, 3, 0]);
+        let just_enough = evict_for_deficit(
+            &tokens,
+            &[false, true, true, false],
+            &[false, true, false, false],
+            &[0.9, 0.2, 0.1, 0.5],
+            &[false, false, false, true],
+            4000,
+        );
+        assert_eq!(just_enough, vec![1]);
+    }
+
+    #[test]
+    fn ties_fall_back_to_position() {
+        let keys: Vec<RankKey> = (0..5)
+            .map(|i| RankKey { position: i, tokens: 10, score: 0.5, recoverable: false, stale: false })
+            .collect();
+        for order in [Order::Oldest, Order::LowestScore, Order::Largest, Order::Rank] {
+            assert_eq!(sort_indices(order, &keys), vec![0, 1, 2, 3, 4]);
+        }
+        assert_eq!(sort_indices(Order::Newest, &keys), vec![4, 3, 2, 1, 0]);
+    }
+}

@@ -1,0 +1,136 @@
+//! Layers and segments as the core sees them: plain data, no Python.
+
+use crate::error::{CtxError, CtxResult};
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Layer {
+    System = 0,
+    Tools = 1,
+    Pinned = 2,
+    CurrentTurn = 3,
+    Conversation = 4,
+    ToolResult = 5,
+    Retrieved = 6,
+    Summary = 7,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 8] = [
+        Layer::System,
+        Layer::Tools,
+        Layer::Pinned,
+        Layer::CurrentTurn,
+        Layer::Conversation,
+        Layer::ToolResult,
+        Layer::Retrieved,
+        Layer::Summary,
+    ];
+
+    /// The layers no built-in rung touches.
+    pub const PROTECTED: LayerSet = LayerSet(0b0000_1111);
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::System => "system",
+            Layer::Tools => "tools",
+            Layer::Pinned => "pinned",
+            Layer::CurrentTurn => "current_turn",
+            Layer::Conversation => "conversation",
+            Layer::ToolResult => "tool_result",
+            Layer::Retrieved => "retrieved",
+            Layer::Summary => "summary",
+        }
+    }
+
+    pub fn from_name(name: &str) -> CtxResult<Self> {
+        let lower = name.to_ascii_lowercase();
+        Layer::ALL
+            .into_iter()
+            .find(|l| l.name() == lower)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
+                CtxError::invalid(format!("unknown layer {name:?}; known layers: {}", known.join(", ")))
+            })
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn from_index(i: usize) -> Option<Self> {
+        Layer::ALL.get(i).copied()
+    }
+}
+
+/// A set of layers as a bit mask.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct LayerSet(pub u8);
+
+impl LayerSet {
+    pub fn of(layers: &[Layer]) -> Self {
+        LayerSet(layers.iter().fold(0, |m, l| m | (1 << l.index())))
+    }
+    pub fn contains(self, l: Layer) -> bool {
+        self.0 & (1 << l.index()) != 0
+    }
+    pub fn intersects(self, other: LayerSet) -> bool {
+        self.0 & other.0 != 0
+    }
+    pub fn insert(&mut self, l: Layer) {
+        self.0 |= 1 << l.index();
+    }
+    pub fn iter(self) -> impl Iterator<Item = Layer> {
+        Layer::ALL.into_iter().filter(move |l| self.contains(*l))
+    }
+}
+
+/// What a digest needs to say about a tool call: which step, which tool, with what.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolCall {
+    pub step: Option<i64>,
+    pub tool: Option<String>,
+    pub arguments: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentData {
+    pub text: String,
+    pub layer: Layer,
+    pub key: Option<String>,
+    pub score: f64,
+    pub tokens: Option<usize>,
+    pub recoverable: bool,
+    pub stale: bool,
+    pub group: Option<String>,
+    pub level: Option<i64>,
+    pub covers: Vec<String>,
+    pub tool: Option<ToolCall>,
+}
+
+impl SegmentData {
+    pub fn new(text: impl Into<String>, layer: Layer) -> Self {
+        Self {
+            text: text.into(),
+            layer,
+            key: None,
+            score: 0.0,
+            tokens: None,
+            recoverable: false,
+            stale: false,
+            group: None,
+            level: None,
+            covers: Vec::new(),
+            tool: None,
+        }
+    }
+
+    pub fn validate(&self) -> CtxResult<()> {
+        if !(0.0..=1.0).contains(&self.score) {
+            return Err(CtxError::invalid(format!(
+                "score must be a number in [0, 1], got {}",
+                self.score
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,172 @@
+//! The eviction trace: what a reviewer reads to see why the request looks the way it does.
+
+use super::digest::thousands;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub label: String,
+    /// How much the request total fell.
+    pub delta: usize,
+    pub action: &'static str,
+    pub layer_label: String,
+    pub layer_after: usize,
+    pub total_after: usize,
+    /// total_after - ceiling: > 0 still over, <= 0 fits.
+    pub over_after: i64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Section {
+    pub rung: usize,
+    pub name: String,
+    pub floor: String,
+    pub rows: Vec<Row>,
+    pub floor_reached: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Trace {
+    pub window: usize,
+    pub reserve: usize,
+    pub ceiling: usize,
+    /// Per-layer sizes at the start, in order of first appearance.
+    pub start_layers: Vec<(String, usize)>,
+    pub start_total: usize,
+    /// (layer label, size, cap)
+    pub caps: Vec<(String, usize, usize)>,
+    pub sections: Vec<Section>,
+    pub final_total: usize,
+    pub count_calls: usize,
+    /// Layers that lost nothing though they were eligible to.
+    pub untouched: Vec<String>,
+    pub units_removed: usize,
+    pub units_truncated: usize,
+    pub units_digested: usize,
+    pub floor_reached: bool,
+}
+
+fn over_text(over: i64) -> String {
+    if over > 0 {
+        format!("over by {}", thousands(over as usize))
+    } else {
+        format!("fits, {} spare", thousands((-over) as usize))
+    }
+}
+
+impl Trace {
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let line = |out: &mut String, s: String| {
+            out.push_str(s.trim_end());
+            out.push('\n');
+        };
+        line(
+            &mut out,
+            format!(
+                "ceiling {}  (window {} − reserve {})",
+                thousands(self.ceiling),
+                thousands(self.window),
+                thousands(self.reserve)
+            ),
+        );
+        let layers: Vec<String> = self
+            .start_layers
+            .iter()
+            .map(|(l, n)| format!("{l} {}", thousands(*n)))
+            .collect();
+        line(&mut out, format!("start   {}", layers.join("  ")));
+        line(
+            &mut out,
+            format!(
+                "        total {}   {}",
+                thousands(self.start_total),
+                over_text(self.start_total as i64 - self.ceiling as i64)
+            ),
+        );
+        for (label, size, cap) in &self.caps {
+            line(
+                &mut out,
+                format!(
+                    "cap     {label} {} over its cap of {} by {}",
+                    thousands(*size),
+                    thousands(*cap),
+                    thousands(size - cap)
+                ),
+            );
+        }
+        let label_w = self
+            .sections
+            .iter()
+            .flat_map(|s| s.rows.iter().map(|r| r.label.chars().count()))
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        let delta_w = self
+            .sections
+            .iter()
+            .flat_map(|s| s.rows.iter().map(|r| thousands(r.delta).len()))
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        for s in &self.sections {
+            out.push('\n');
+            let floor = if s.floor.is_empty() { String::new() } else { format!("  (floor: {})", s.floor) };
+            line(&mut out, format!("rung {}  {}{}", s.rung + 1, s.name, floor));
+            for r in &s.rows {
+                let verb = match r.action {
+                    "drop" => "",
+                    "truncate" => " truncated",
+                    _ => " digested",
+                };
+                line(
+                    &mut out,
+                    format!(
+                        "   {:>lw$}  −{:>dw$}   {} {:>6}   total {:>6}   {}{verb}",
+                        r.label,
+                        thousands(r.delta),
+                        r.layer_label,
+                        thousands(r.layer_after),
+                        thousands(r.total_after),
+                        over_text(r.over_after),
+                        lw = label_w,
+                        dw = delta_w,
+                    ),
+                );
+            }
+            if s.floor_reached {
+                line(&mut out, "        floor reached".to_string());
+            }
+        }
+        out.push('\n');
+        let mut parts = vec![format!("{} tokens", thousands(self.final_total))];
+        if self.units_removed + self.units_truncated + self.units_digested == 0 {
+            parts.push("nothing removed".into());
+        }
+        if self.units_removed > 0 {
+            parts.push(format!("{} unit{} dropped", self.units_removed, plural(self.units_removed)));
+        }
+        if self.units_digested > 0 {
+            parts.push(format!("{} digested", self.units_digested));
+        }
+        if self.units_truncated > 0 {
+            parts.push(format!("{} truncated", self.units_truncated));
+        }
+        for u in &self.untouched {
+            parts.push(format!("{u} untouched"));
+        }
+        if !self.sections.is_empty() {
+            parts.push(if self.floor_reached { "floor reached" } else { "floor not reached" }.into());
+        }
+        parts.push(format!("{} count{}", self.count_calls, plural(self.count_calls)));
+        line(&mut out, format!("send    {}", parts.join(" · ")));
+        out
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
