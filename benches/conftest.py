@@ -5,6 +5,7 @@
   imported anywhere, so the peers load offline.
 - Quick mode (``CTXFAST_BENCH_QUICK=1``, or ``--benchmark-disable`` as CI runs it): every body runs
   once and wall-clock assertions are skipped; correctness checks still run.
+- Collects the interleaved A/B ratios of the ``test_paired_*`` tests into the benchmark JSON.
 """
 
 from __future__ import annotations
@@ -52,6 +53,20 @@ def pytest_configure(config: pytest.Config) -> None:
             + " — set CTXFAST_SHARED to the shared folder (default: <repo root>/../shared).",
             returncode=2,
         )
+
+
+#: Interleaved A/B measurements (see ``test_bench_tokenizer.paired``), added to the benchmark JSON
+#: under "ctxfast_paired" so report.py can show them beside the ratio of medians.
+PAIRED: dict[str, dict] = {}
+
+
+def pytest_benchmark_update_json(config, benchmarks, output_json) -> None:
+    output_json["ctxfast_paired"] = PAIRED
+
+
+@pytest.fixture(scope="session")
+def paired_store() -> dict[str, dict]:
+    return PAIRED
 
 
 def is_quick(config: pytest.Config) -> bool:

@@ -249,3 +249,70 @@ def test_pathological_scales_linearly() -> None:
         small = best_of(unit * (250_000 // len(unit)))
         large = best_of(unit * (MEGABYTE // len(unit)))
         assert large < 10 * small + 0.05, f"{unit!r}: 250 kB {small:.4f} s, 1 MB {large:.4f} s"
+
+
+def test_encodings_differ(tiktoken_encodings: dict[str, Any], prose_corpus: str) -> None:
+    """The two encodings give different ids, so pairing each with its own reference matters."""
+    text = prose_corpus[5_000:6_000]
+    o200k = ctxfast.Tokenizer.from_encoding("o200k_base").encode(text)
+    cl100k = ctxfast.Tokenizer.from_encoding("cl100k_base").encode(text)
+    assert o200k != cl100k
+    assert o200k == tiktoken_encodings["o200k_base"].encode_ordinary(text)
+    assert cl100k == tiktoken_encodings["cl100k_base"].encode_ordinary(text)
+
+
+# --------------------------------------------------------------------------------------------
+# truncate: the longest prefix that ends on one of tiktoken's token boundaries
+
+
+def reference_truncate(enc: Any, text: str, max_tokens: int) -> str:
+    """Longest prefix ending where one of the text's tokens ends (and on a character boundary)
+    whose own token count is at most `max_tokens`: the SPEC's definition, by brute force."""
+    data = text.encode("utf-8")
+    best = ""
+    end = 0
+    for token in enc.encode_ordinary(text):
+        end += len(enc.decode_single_token_bytes(token))
+        try:
+            prefix = data[:end].decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # this token ends inside a character
+        if len(enc.encode_ordinary(prefix)) <= max_tokens:
+            best = prefix
+    return best
+
+
+def test_truncate_matches_reference(pair: tuple[ctxfast.Tokenizer, Any], japanese_corpus: str) -> None:
+    tok, enc = pair
+    rng = random.Random(99)
+    emoji_mix = "😀👨‍👩‍👧🇯🇵日本語テキスト、漢字ひらがなカタカナ🎉 e\u0301 ñ 𓀀 " * 10
+    for i in range(200):
+        source = japanese_corpus if i % 2 else emoji_mix
+        start = rng.randrange(len(source) - 200)
+        text = source[start:start + rng.randint(1, 120)]
+        limit = rng.randint(0, len(enc.encode_ordinary(text)) + 1)
+        assert tok.truncate(text, limit) == reference_truncate(enc, text, limit), (text, limit)
+
+
+# --------------------------------------------------------------------------------------------
+# Generated text
+
+
+def test_generated_text_agrees(tiktoken_encodings: dict[str, Any]) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    toks = {name: ctxfast.Tokenizer.from_encoding(name, cache_capacity=0) for name in ENCODINGS}
+    # Any valid characters, salted with the pieces pre-tokenization treats specially.
+    pieces = st.one_of(
+        st.characters(codec="utf-8"),
+        st.sampled_from(list(" \t\n\r'sdmtlrveSDMTLRVE0123456789_-.,!?") + ["\r\n", "'ll", "'RE", "\u00a0"]),
+    )
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.lists(pieces, max_size=40).map("".join))
+    def agrees(text: str) -> None:
+        for name, tok in toks.items():
+            assert tok.encode(text) == tiktoken_encodings[name].encode_ordinary(text), name
+
+    agrees()

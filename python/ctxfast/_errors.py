@@ -44,8 +44,46 @@ class CounterError(CtxfastError, RuntimeError):
     """A user-supplied counting callable raised or returned something that is not a count."""
 
 
+class CtxfastFileNotFoundError(CtxfastError, FileNotFoundError):
+    """A file ctxfast was asked to read (a policy, a payload) does not exist."""
+
+
+class Unfittable(CtxfastError):
+    """The protected set plus the floors cannot fit under the ceiling.
+
+    Raised instead of sending a damaged or empty request. Attributes:
+
+    - ``components``: ``[(label, tokens), ...]`` for every protected component still held
+    - ``floor_tokens``: tokens the policy's floors kept on top of the protected set
+    - ``total``: the request's size after every rung ran
+    - ``ceiling``: the most input tokens allowed (window - reserve)
+    - ``shortfall``: ``total - ceiling``
+    """
+
+    components: list[tuple[str, int]]
+    floor_tokens: int
+    total: int
+    ceiling: int
+    shortfall: int
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.components = []
+        self.floor_tokens = 0
+        self.total = 0
+        self.ceiling = 0
+        self.shortfall = 0
+
+
+#: The name ContextWindow users know it by.
+ContextWindowExceededError = Unfittable
+
+
 __all__ = [
     "ArgumentTypeError",
+    "ContextWindowExceededError",
+    "CtxfastFileNotFoundError",
+    "Unfittable",
     "CounterError",
     "CtxfastError",
     "InvalidArgumentError",

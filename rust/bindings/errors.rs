@@ -21,6 +21,8 @@ pub enum Kind {
     Unsupported,
     Tokenization,
     Counter,
+    FileNotFound,
+    Unfittable,
 }
 
 impl Kind {
@@ -34,6 +36,8 @@ impl Kind {
             Kind::Unsupported => "UnsupportedOperationError",
             Kind::Tokenization => "TokenizationError",
             Kind::Counter => "CounterError",
+            Kind::FileNotFound => "CtxfastFileNotFoundError",
+            Kind::Unfittable => "Unfittable",
         }
     }
 }

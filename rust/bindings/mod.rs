@@ -4,6 +4,9 @@
 
 mod args;
 mod errors;
+mod fit;
+mod policy;
+mod segment;
 mod tokenizer;
 
 use pyo3::prelude::*;
@@ -12,6 +15,12 @@ use pyo3::prelude::*;
 mod _core {
     #[pymodule_export]
     use super::tokenizer::{approximate_tokens, CacheInfo, Tokenizer};
+    #[pymodule_export]
+    use super::segment::{Budget, PromptLayer, Segment};
+    #[pymodule_export]
+    use super::policy::Policy;
+    #[pymodule_export]
+    use super::fit::{evict_indices, fit, Eviction, Fit, FitLedger, Trace, Truncation};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

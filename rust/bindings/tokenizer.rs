@@ -18,7 +18,7 @@ const DETACH_MIN_BYTES: usize = 4096;
 enum Counter {
     Native(Arc<TokenCounter>),
     /// A user's `str -> int` callable, trusted as exact; it runs under the GIL.
-    Callable { func: Py<PyAny>, cache: CountCache },
+    Callable { func: Py<PyAny>, cache: CountCache, id: u32 },
 }
 
 #[pyclass(frozen, module = "ctxfast._core", name = "Tokenizer")]
@@ -52,6 +52,10 @@ impl From<CoreCacheInfo> for CacheInfo {
 }
 
 impl Tokenizer {
+    pub fn from_counter(counter: Arc<TokenCounter>) -> Self {
+        Self { counter: Counter::Native(counter) }
+    }
+
     fn native(counter: TokenCounter) -> Self {
         Self { counter: Counter::Native(Arc::new(counter)) }
     }
@@ -61,6 +65,22 @@ impl Tokenizer {
         match &self.counter {
             Counter::Native(c) => Some(c),
             Counter::Callable { .. } => None,
+        }
+    }
+
+    /// Identifies the counter a segment's remembered count came from.
+    pub fn counter_id(&self) -> u32 {
+        match &self.counter {
+            Counter::Native(c) => c.id(),
+            Counter::Callable { id, .. } => *id,
+        }
+    }
+
+    /// The user's callable and its cache, for the ladder's Python-side counter.
+    pub fn callable(&self) -> Option<(&Py<PyAny>, &CountCache)> {
+        match &self.counter {
+            Counter::Callable { func, cache, .. } => Some((func, cache)),
+            Counter::Native(_) => None,
         }
     }
 
@@ -92,7 +112,7 @@ impl Tokenizer {
                     c.count_with(text, use_cache).py(py)
                 }
             }
-            Counter::Callable { func, cache } => {
+            Counter::Callable { func, cache, .. } => {
                 if use_cache {
                     Self::call_count(py, func, cache, text)
                 } else {
@@ -110,7 +130,7 @@ impl Tokenizer {
     }
 }
 
-fn call_counter(py: Python<'_>, func: &Py<PyAny>, text: &str) -> PyResult<usize> {
+pub fn call_counter(py: Python<'_>, func: &Py<PyAny>, text: &str) -> PyResult<usize> {
     let out = func.call1(py, (text,)).map_err(|e| {
         let err = error(py, Kind::Counter, format!("the counting callable raised {}", e.get_type(py).name().map(|n| n.to_string()).unwrap_or_default()));
         err.set_cause(py, Some(e));
@@ -227,7 +247,7 @@ impl Tokenizer {
             return Err(args::wrong_type(func, "func", "a callable str -> int"));
         }
         let cap = capacity_or_default(cache_capacity)?;
-        Ok(Self { counter: Counter::Callable { func: func.clone().unbind(), cache: CountCache::new(cap) } })
+        Ok(Self { counter: Counter::Callable { func: func.clone().unbind(), cache: CountCache::new(cap), id: tokenize::next_counter_id() } })
     }
 
     #[pyo3(signature = (text, /, *, cache=true))]
@@ -364,7 +384,7 @@ impl Tokenizer {
                     }
                 }
             }
-            Counter::Callable { func, cache } => {
+            Counter::Callable { func, cache, .. } => {
                 ("callable", func.clone_ref(py), Some(cache.info().capacity)).into_pyobject(py)?
             }
         };
@@ -389,7 +409,7 @@ impl Tokenizer {
 }
 
 /// Binary search over character prefixes with the user's counter (assumed monotone in length).
-fn truncate_by_calls<'a>(py: Python<'_>, func: &Py<PyAny>, text: &'a str, max: usize) -> PyResult<&'a str> {
+pub fn truncate_by_calls<'a>(py: Python<'_>, func: &Py<PyAny>, text: &'a str, max: usize) -> PyResult<&'a str> {
     if call_counter(py, func, text)? <= max {
         return Ok(text);
     }

@@ -7,6 +7,7 @@ pub mod policy;
 pub mod presets;
 pub mod rank;
 pub mod segment;
+pub mod spec;
 pub mod trace;
 
 pub use ladder::{fit, Budget, Counter, FitError, FitOutcome, Kept, Target, Taken, Unfittable};

@@ -100,7 +100,7 @@ impl Trace {
             .flat_map(|s| s.rows.iter().map(|r| r.label.chars().count()))
             .max()
             .unwrap_or(0)
-            .max(5);
+            .max(3);
         let delta_w = self
             .sections
             .iter()

@@ -9,6 +9,7 @@ mod huggingface;
 pub mod join;
 mod tiktoken;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
@@ -32,11 +33,22 @@ pub enum Engine {
 pub struct TokenCounter {
     engine: Engine,
     cache: CountCache,
+    id: u32,
+}
+
+/// A process-unique id per counter, so a segment can remember which counter its count came from.
+pub fn next_counter_id() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl TokenCounter {
     pub fn new(engine: Engine, cache_capacity: usize) -> Self {
-        Self { engine, cache: CountCache::new(cache_capacity) }
+        Self { engine, cache: CountCache::new(cache_capacity), id: next_counter_id() }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// The process-wide counter for an embedded encoding: one vocabulary and one cache shared by

@@ -1,0 +1,208 @@
+//! `ctxfast.Policy`: a reviewed order of sacrifice, as data.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+use super::args;
+use super::errors::{error, CoreResultExt, Kind};
+use super::segment::PromptLayer;
+use crate::engine::{presets, spec, Policy as CorePolicy};
+
+#[pyclass(frozen, module = "ctxfast._core", name = "Policy")]
+pub struct Policy {
+    pub name: Option<String>,
+    pub inner: CorePolicy,
+}
+
+/// A dict / list / scalar tree from Python, as JSON-shaped data for the one policy parser.
+fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
+    let py = obj.py();
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(l) = obj.cast::<PromptLayer>() {
+        return Ok(Value::String(l.get().label().to_string()));
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(Value::Bool(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return match obj.extract::<i64>() {
+            Ok(v) => Ok(Value::Number(v.into())),
+            Err(_) => Err(error(py, Kind::InvalidArgument, format!("policy {path}: integer out of range"))),
+        };
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        let f: f64 = obj.extract()?;
+        return Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| error(py, Kind::InvalidArgument, format!("policy {path}: {f} is not a finite number")));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(s.to_str()?.to_string()));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut m = Map::new();
+        for (k, v) in d.iter() {
+            let key = match k.cast::<PromptLayer>() {
+                Ok(l) => l.get().label().to_string(),
+                Err(_) => k.extract::<String>().map_err(|_| args::wrong_type(&k, &format!("policy {path} key"), "str"))?,
+            };
+            let p = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            m.insert(key, to_value(&v, &p)?);
+        }
+        return Ok(Value::Object(m));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyFrozenSet>() {
+        let mut out = Vec::new();
+        for (i, item) in obj.try_iter()?.enumerate() {
+            out.push(to_value(&item?, &format!("{path}[{i}]"))?);
+        }
+        return Ok(Value::Array(out));
+    }
+    Err(args::wrong_type(obj, &format!("policy {path}"), "a dict, list, str, number or bool"))
+}
+
+fn from_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(v).map_err(|e| error(py, Kind::InvalidArgument, e.to_string()))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+impl Policy {
+    fn named(name: &str, inner: CorePolicy) -> Self {
+        Self { name: Some(name.to_string()), inner }
+    }
+
+    pub fn by_name(py: Python<'_>, name: &str) -> PyResult<Self> {
+        match name {
+            "context_window" | "default" => Ok(Self::named("context_window", presets::context_window())),
+            "troubleshooting" => Ok(Self::named("troubleshooting", presets::troubleshooting())),
+            "seven_tier" => Ok(Self::named("seven_tier", presets::seven_tier(3))),
+            "ranked" => Ok(Self::named("ranked", presets::ranked(2))),
+            other => Err(error(
+                py,
+                Kind::InvalidArgument,
+                format!("unknown policy preset {other:?}; presets: {}", presets::PRESET_NAMES.join(", ")),
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl Policy {
+    /// ContextWindow's default: conversation oldest first, then retrieved lowest score first.
+    #[staticmethod]
+    fn context_window() -> Self {
+        Self::named("context_window", presets::context_window())
+    }
+
+    /// Drop oldest exchange (floor: first user turn + last 3); drop lowest-scored chunk (floor
+    /// 4); truncate the lowest-scored chunk body.
+    #[staticmethod]
+    fn troubleshooting() -> Self {
+        Self::named("troubleshooting", presets::troubleshooting())
+    }
+
+    /// Stale tool results; retrieved below top-k; covered level-1 summaries; the rolling
+    /// summary; recent turns oldest first.
+    #[staticmethod]
+    #[pyo3(signature = (top_k=None))]
+    fn seven_tier(top_k: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let k = top_k.map(|k| args::count_arg(k, "top_k")).transpose()?.unwrap_or(3);
+        Ok(Self::named("seven_tier", presets::seven_tier(k)))
+    }
+
+    /// One rung by (recoverable, stale, relevance, size); the last `keep_last` exchanges pinned.
+    #[staticmethod]
+    #[pyo3(signature = (keep_last=None))]
+    fn ranked(keep_last: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let k = keep_last.map(|k| args::count_arg(k, "keep_last")).transpose()?.unwrap_or(2);
+        Ok(Self::named("ranked", presets::ranked(k)))
+    }
+
+    /// A preset by name: "context_window", "troubleshooting", "seven_tier", "ranked".
+    #[staticmethod]
+    fn preset(name: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::by_name(name.py(), args::text(name, "name")?)
+    }
+
+    #[staticmethod]
+    fn from_dict(d: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = d.py();
+        if !d.is_instance_of::<PyDict>() {
+            return Err(args::wrong_type(d, "d", "dict"));
+        }
+        let v = to_value(d, "")?;
+        let (name, inner) = spec::from_value(&v).py(py)?;
+        Ok(Self { name, inner })
+    }
+
+    /// A policy file in TOML (the same fields as `from_dict`).
+    #[staticmethod]
+    fn from_toml(path: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = path.py();
+        let fspath = py
+            .import("os")?
+            .call_method1("fspath", (path,))
+            .map_err(|_| args::wrong_type(path, "path", "str or os.PathLike"))?;
+        let p = args::text(&fspath, "path")?.to_string();
+        let text = std::fs::read_to_string(&p).map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::NotFound { Kind::FileNotFound } else { Kind::InvalidArgument };
+            error(py, kind, format!("cannot read policy file {p:?}: {e}"))
+        })?;
+        let (name, inner) = spec::from_toml(&text).map_err(|e| error(py, Kind::InvalidArgument, format!("{p}: {e}")))?;
+        Ok(Self { name, inner })
+    }
+
+    /// TOML text rather than a file.
+    #[staticmethod]
+    fn from_toml_str(text: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = text.py();
+        let (name, inner) = spec::from_toml(args::text(text, "text")?).py(py)?;
+        Ok(Self { name, inner })
+    }
+
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        from_value(py, &spec::to_value(self.name.as_deref(), &self.inner))
+    }
+
+    /// The documented order, first to go … never, as a table.
+    fn describe(&self) -> String {
+        spec::describe(self.name.as_deref(), &self.inner)
+    }
+
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    #[getter]
+    fn rung_names(&self) -> Vec<String> {
+        self.inner.rungs.iter().map(|r| r.name.clone()).collect()
+    }
+
+    #[getter]
+    fn protected<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
+        let layers: Vec<PromptLayer> = self.inner.protected.iter().map(PromptLayer::from).collect();
+        PyFrozenSet::new(py, layers)
+    }
+
+    fn __str__(&self) -> String {
+        self.describe()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Policy({}, {} rungs)", self.name.as_deref().unwrap_or("custom"), self.inner.rungs.len())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Policy>().is_ok_and(|o| o.get().inner == self.inner && o.get().name == self.name)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let d = slf.get().to_dict(py)?;
+        Ok((slf.get_type().getattr("from_dict")?, PyTuple::new(py, [d])?))
+    }
+}

@@ -1,0 +1,532 @@
+//! `PromptLayer`, `Segment` and `Budget`: immutable, validated once at construction.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple};
+
+use super::args;
+use super::errors::{error, CoreResultExt, Kind};
+use crate::engine::{Budget as CoreBudget, Layer, SegmentData, ToolCall};
+
+#[pyclass(frozen, eq, eq_int, hash, module = "ctxfast._core", name = "PromptLayer")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+pub enum PromptLayer {
+    SYSTEM,
+    TOOLS,
+    PINNED,
+    CURRENT_TURN,
+    CONVERSATION,
+    TOOL_RESULT,
+    RETRIEVED,
+    SUMMARY,
+}
+
+impl From<PromptLayer> for Layer {
+    fn from(l: PromptLayer) -> Layer {
+        match l {
+            PromptLayer::SYSTEM => Layer::System,
+            PromptLayer::TOOLS => Layer::Tools,
+            PromptLayer::PINNED => Layer::Pinned,
+            PromptLayer::CURRENT_TURN => Layer::CurrentTurn,
+            PromptLayer::CONVERSATION => Layer::Conversation,
+            PromptLayer::TOOL_RESULT => Layer::ToolResult,
+            PromptLayer::RETRIEVED => Layer::Retrieved,
+            PromptLayer::SUMMARY => Layer::Summary,
+        }
+    }
+}
+
+impl From<Layer> for PromptLayer {
+    fn from(l: Layer) -> PromptLayer {
+        match l {
+            Layer::System => PromptLayer::SYSTEM,
+            Layer::Tools => PromptLayer::TOOLS,
+            Layer::Pinned => PromptLayer::PINNED,
+            Layer::CurrentTurn => PromptLayer::CURRENT_TURN,
+            Layer::Conversation => PromptLayer::CONVERSATION,
+            Layer::ToolResult => PromptLayer::TOOL_RESULT,
+            Layer::Retrieved => PromptLayer::RETRIEVED,
+            Layer::Summary => PromptLayer::SUMMARY,
+        }
+    }
+}
+
+#[pymethods]
+impl PromptLayer {
+    /// A layer from its name, case-insensitive ("retrieved", "RETRIEVED").
+    #[staticmethod]
+    fn from_name(name: &Bound<'_, PyAny>) -> PyResult<Self> {
+        layer_arg(name, "name").map(Into::into)
+    }
+
+    /// The lowercase name used in policies and traces.
+    #[getter]
+    pub fn label(&self) -> &'static str {
+        Layer::from(*self).name()
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (&'static str,))> {
+        Ok((slf.get_type().getattr("from_name")?, (slf.get().label(),)))
+    }
+
+    /// Whether no built-in rung ever touches this layer.
+    #[getter]
+    fn protected(&self) -> bool {
+        Layer::PROTECTED.contains((*self).into())
+    }
+}
+
+/// A PromptLayer or its name.
+pub fn layer_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Layer> {
+    if let Ok(l) = obj.cast::<PromptLayer>() {
+        return Ok((*l.get()).into());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        let name = s.to_str()?;
+        return Layer::from_name(name)
+            .map_err(|e| error(obj.py(), Kind::InvalidArgument, format!("argument '{arg}': {e}")));
+    }
+    Err(args::wrong_type(obj, arg, "a PromptLayer or a layer name"))
+}
+
+/// Keys and groups: str, or int (kept as its decimal text).
+fn ident_arg(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<String>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) if o.is_instance_of::<PyString>() => Ok(Some(args::text(o, arg)?.to_string())),
+        Some(o) if o.is_instance_of::<PyInt>() && !o.is_instance_of::<PyBool>() => Ok(Some(o.str()?.to_string())),
+        Some(o) => Err(args::wrong_type(o, arg, "str, int or None")),
+    }
+}
+
+fn score_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    let Some(o) = obj else { return Ok(0.0) };
+    if o.is_instance_of::<PyBool>() || !(o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>()) {
+        return Err(args::wrong_type(o, "score", "a float in [0, 1]"));
+    }
+    let v: f64 = o.extract()?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(error(
+            o.py(),
+            Kind::InvalidArgument,
+            format!("argument 'score' must be a relevance in [0, 1], got {v}"),
+        ));
+    }
+    Ok(v)
+}
+
+/// What a digest says about a tool call, read once from `meta` (a mapping with "tool",
+/// "arguments" and "step" keys; other keys are the caller's own).
+fn tool_call(meta: &Bound<'_, PyAny>) -> PyResult<Option<ToolCall>> {
+    let Ok(map) = meta.cast::<PyMapping>() else { return Ok(None) };
+    let get = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        match map.get_item(k) {
+            Ok(v) if !v.is_none() => Ok(Some(v)),
+            _ => Ok(None),
+        }
+    };
+    let tool = get("tool")?;
+    if tool.is_none() {
+        return Ok(None);
+    }
+    let as_text = |v: Bound<'_, PyAny>| -> PyResult<String> {
+        if let Ok(s) = v.cast::<PyString>() {
+            return Ok(s.to_str()?.to_string());
+        }
+        let json = meta.py().import("json")?;
+        let kwargs = PyDict::new(meta.py());
+        kwargs.set_item("sort_keys", true)?;
+        kwargs.set_item("default", meta.py().eval(pyo3::ffi::c_str!("repr"), None, None)?)?;
+        Ok(json.call_method("dumps", (v,), Some(&kwargs))?.extract()?)
+    };
+    Ok(Some(ToolCall {
+        tool: tool.map(as_text).transpose()?,
+        arguments: get("arguments")?.map(as_text).transpose()?,
+        step: get("step")?.and_then(|s| s.extract::<i64>().ok()),
+    }))
+}
+
+#[pyclass(frozen, module = "ctxfast._core", name = "Segment")]
+pub struct Segment {
+    pub data: Arc<SegmentData>,
+    meta: Option<Py<PyAny>>,
+    /// (counter id << 32) | count: the count travels with the segment, per tokenizer.
+    memo: AtomicU64,
+}
+
+impl Segment {
+    pub fn from_data(data: SegmentData, meta: Option<Py<PyAny>>) -> Self {
+        Self { data: Arc::new(data), meta, memo: AtomicU64::new(0) }
+    }
+
+    pub fn with_count(data: SegmentData, meta: Option<Py<PyAny>>, counter_id: u32, count: usize) -> Self {
+        let s = Self::from_data(data, meta);
+        s.remember(counter_id, count);
+        s
+    }
+
+    pub fn meta_ref(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.meta.as_ref().map(|m| m.clone_ref(py))
+    }
+
+    /// The count for this tokenizer: given by the caller, or remembered from an earlier count.
+    pub fn known_count(&self, counter_id: u32) -> Option<usize> {
+        if let Some(t) = self.data.tokens {
+            return Some(t);
+        }
+        let m = self.memo.load(Ordering::Relaxed);
+        ((m >> 32) as u32 == counter_id && counter_id != 0).then_some((m & 0xFFFF_FFFF) as usize)
+    }
+
+    pub fn remember(&self, counter_id: u32, count: usize) {
+        let c = u32::try_from(count).unwrap_or(u32::MAX) as u64;
+        self.memo.store(((counter_id as u64) << 32) | c, Ordering::Relaxed);
+    }
+}
+
+#[pymethods]
+impl Segment {
+    #[new]
+    #[pyo3(signature = (text, layer=None, key=None, score=None, *, tokens=None, recoverable=false, stale=false, group=None, level=None, covers=None, meta=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        text: &Bound<'_, PyAny>,
+        layer: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        score: Option<&Bound<'_, PyAny>>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        recoverable: bool,
+        stale: bool,
+        group: Option<&Bound<'_, PyAny>>,
+        level: Option<&Bound<'_, PyAny>>,
+        covers: Option<&Bound<'_, PyAny>>,
+        meta: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let text_s = args::text(text, "text")?.to_string();
+        let layer = match layer {
+            Some(l) if !l.is_none() => layer_arg(l, "layer")?,
+            _ => Layer::Conversation,
+        };
+        let tokens = match tokens {
+            Some(t) if !t.is_none() => Some(args::count_arg(t, "tokens")?),
+            _ => None,
+        };
+        let level = match level {
+            Some(l) if !l.is_none() => {
+                if l.is_instance_of::<PyBool>() || !l.is_instance_of::<PyInt>() {
+                    return Err(args::wrong_type(l, "level", "int or None"));
+                }
+                Some(l.extract::<i64>()?)
+            }
+            _ => None,
+        };
+        let covers = match covers {
+            Some(c) if !c.is_none() => args::texts(c, "covers")?
+                .iter()
+                .map(|s| Ok(s.to_str()?.to_string()))
+                .collect::<PyResult<Vec<_>>>()?,
+            _ => Vec::new(),
+        };
+        let meta = meta.filter(|m| !m.is_none());
+        let tool = match meta {
+            Some(m) => tool_call(m)?,
+            None => None,
+        };
+        let data = SegmentData {
+            text: text_s,
+            layer,
+            key: ident_arg(key, "key")?,
+            score: score_arg(score)?,
+            tokens,
+            recoverable,
+            stale,
+            group: ident_arg(group, "group")?,
+            level,
+            covers,
+            tool,
+        };
+        Ok(Self::from_data(data, meta.map(|m| m.clone().unbind())))
+    }
+
+    #[getter]
+    fn text(&self) -> &str {
+        &self.data.text
+    }
+    #[getter]
+    fn layer(&self) -> PromptLayer {
+        self.data.layer.into()
+    }
+    #[getter]
+    fn key(&self) -> Option<&str> {
+        self.data.key.as_deref()
+    }
+    #[getter]
+    fn score(&self) -> f64 {
+        self.data.score
+    }
+    /// The caller-given count, if any (see `count()` for the counted one).
+    #[getter]
+    fn tokens(&self) -> Option<usize> {
+        self.data.tokens
+    }
+    #[getter]
+    fn recoverable(&self) -> bool {
+        self.data.recoverable
+    }
+    #[getter]
+    fn stale(&self) -> bool {
+        self.data.stale
+    }
+    #[getter]
+    fn group(&self) -> Option<&str> {
+        self.data.group.as_deref()
+    }
+    #[getter]
+    fn level(&self) -> Option<i64> {
+        self.data.level
+    }
+    #[getter]
+    fn covers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.data.covers)
+    }
+    #[getter]
+    fn meta(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.meta_ref(py)
+    }
+
+    /// This segment's token count under `tokenizer` (default: the embedded one), computed once.
+    #[pyo3(signature = (tokenizer=None))]
+    fn count(&self, py: Python<'_>, tokenizer: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        let tok = super::fit::resolve_tokenizer(py, tokenizer)?;
+        let tok = tok.get();
+        if let Some(n) = self.known_count(tok.counter_id()) {
+            return Ok(n);
+        }
+        let n = tok.count_str(py, &self.data.text, true)?;
+        self.remember(tok.counter_id(), n);
+        Ok(n)
+    }
+
+    /// A copy with some fields changed, e.g. `seg.replace(stale=True)`.
+    #[pyo3(signature = (**changes))]
+    fn replace(slf: &Bound<'_, Self>, changes: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = slf.py();
+        let me = slf.get();
+        let d = &me.data;
+        let kw = PyDict::new(py);
+        kw.set_item("layer", PromptLayer::from(d.layer))?;
+        kw.set_item("key", d.key.as_deref())?;
+        kw.set_item("score", d.score)?;
+        kw.set_item("tokens", d.tokens)?;
+        kw.set_item("recoverable", d.recoverable)?;
+        kw.set_item("stale", d.stale)?;
+        kw.set_item("group", d.group.as_deref())?;
+        kw.set_item("level", d.level)?;
+        kw.set_item("covers", PyTuple::new(py, &d.covers)?)?;
+        kw.set_item("meta", me.meta_ref(py))?;
+        let mut text = PyString::new(py, &d.text).into_any();
+        if let Some(ch) = changes {
+            for (k, v) in ch.iter() {
+                let name: String = k.extract()?;
+                if name == "text" {
+                    text = v;
+                } else if kw.contains(&name)? {
+                    kw.set_item(name, v)?;
+                } else {
+                    return Err(error(py, Kind::ArgumentType, format!("Segment has no field {name:?}")));
+                }
+            }
+        }
+        let g = |k: &str| kw.get_item(k).ok().flatten();
+        Segment::new(
+            &text,
+            g("layer").as_ref(),
+            g("key").as_ref(),
+            g("score").as_ref(),
+            g("tokens").as_ref(),
+            g("recoverable").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
+            g("stale").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
+            g("group").as_ref(),
+            g("level").as_ref(),
+            g("covers").as_ref(),
+            g("meta").as_ref(),
+        )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(o) = other.cast::<Segment>() else { return Ok(false) };
+        let o = o.get();
+        if o.data != self.data {
+            return Ok(false);
+        }
+        let py = other.py();
+        match (&self.meta, &o.meta) {
+            (None, None) => Ok(true),
+            (Some(a), Some(b)) => a.bind(py).eq(b.bind(py)),
+            _ => Ok(false),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let d = &self.data;
+        let mut preview: String = d.text.chars().take(40).collect();
+        if preview.len() < d.text.len() {
+            preview.push('…');
+        }
+        let mut parts = vec![format!("{preview:?}"), format!("layer=PromptLayer.{:?}", PromptLayer::from(d.layer))];
+        if let Some(k) = &d.key {
+            parts.push(format!("key={k:?}"));
+        }
+        if d.score != 0.0 {
+            parts.push(format!("score={}", d.score));
+        }
+        if let Some(t) = d.tokens {
+            parts.push(format!("tokens={t}"));
+        }
+        if let Some(g) = &d.group {
+            parts.push(format!("group={g:?}"));
+        }
+        for (flag, name) in [(d.recoverable, "recoverable"), (d.stale, "stale")] {
+            if flag {
+                parts.push(format!("{name}=True"));
+            }
+        }
+        format!("Segment({})", parts.join(", "))
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let me = slf.get();
+        let d = &me.data;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("tokens", d.tokens)?;
+        kwargs.set_item("recoverable", d.recoverable)?;
+        kwargs.set_item("stale", d.stale)?;
+        kwargs.set_item("group", d.group.as_deref())?;
+        kwargs.set_item("level", d.level)?;
+        kwargs.set_item("covers", PyTuple::new(py, &d.covers)?)?;
+        kwargs.set_item("meta", me.meta_ref(py))?;
+        let state = (d.text.as_str(), PromptLayer::from(d.layer), d.key.as_deref(), d.score, kwargs).into_pyobject(py)?;
+        Ok((slf.get_type().getattr("_restore")?, state))
+    }
+
+    #[staticmethod]
+    fn _restore(
+        text: &Bound<'_, PyAny>,
+        layer: &Bound<'_, PyAny>,
+        key: &Bound<'_, PyAny>,
+        score: &Bound<'_, PyAny>,
+        kwargs: &Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let g = |k: &str| kwargs.get_item(k).ok().flatten();
+        Segment::new(
+            text,
+            Some(layer),
+            Some(key),
+            Some(score),
+            g("tokens").as_ref(),
+            g("recoverable").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
+            g("stale").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
+            g("group").as_ref(),
+            g("level").as_ref(),
+            g("covers").as_ref(),
+            g("meta").as_ref(),
+        )
+    }
+}
+
+/// A token budget: whole window, what is reserved for the answer, optional per-layer caps.
+#[pyclass(frozen, module = "ctxfast._core", name = "Budget")]
+pub struct Budget {
+    pub inner: CoreBudget,
+}
+
+fn budget_count(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
+    if let Ok(f) = obj.extract::<f64>() {
+        if obj.is_instance_of::<PyFloat>() {
+            return Err(error(
+                obj.py(),
+                Kind::InvalidArgument,
+                format!("argument '{arg}' must be a whole number of tokens, got {f}"),
+            ));
+        }
+    }
+    args::count_arg(obj, arg)
+}
+
+#[pymethods]
+impl Budget {
+    #[new]
+    #[pyo3(signature = (window, reserve=None, caps=None))]
+    fn new(
+        window: &Bound<'_, PyAny>,
+        reserve: Option<&Bound<'_, PyAny>>,
+        caps: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let py = window.py();
+        let w = budget_count(window, "window")?;
+        let r = match reserve {
+            Some(r) if !r.is_none() => budget_count(r, "reserve")?,
+            _ => 0,
+        };
+        let mut cap_arr = [None; 8];
+        if let Some(c) = caps.filter(|c| !c.is_none()) {
+            let map = c.cast::<PyMapping>().map_err(|_| args::wrong_type(c, "caps", "a mapping of PromptLayer to int"))?;
+            for item in map.items()?.iter() {
+                let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+                let layer = layer_arg(&k, "caps key")?;
+                cap_arr[layer.index()] = Some(budget_count(&v, &format!("caps[{}]", layer.name()))?);
+            }
+        }
+        let inner = CoreBudget::new(w, r, cap_arr).py(py)?;
+        Ok(Self { inner })
+    }
+
+    #[getter]
+    fn window(&self) -> usize {
+        self.inner.window
+    }
+    #[getter]
+    fn reserve(&self) -> usize {
+        self.inner.reserve
+    }
+    /// window - reserve: the most input tokens a request may carry.
+    #[getter]
+    fn ceiling(&self) -> usize {
+        self.inner.ceiling()
+    }
+    #[getter]
+    fn caps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for l in Layer::ALL {
+            if let Some(c) = self.inner.caps[l.index()] {
+                d.set_item(PromptLayer::from(l), c)?;
+            }
+        }
+        Ok(d)
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Budget>().is_ok_and(|o| o.get().inner == self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        let caps: Vec<String> = Layer::ALL
+            .iter()
+            .filter_map(|l| self.inner.caps[l.index()].map(|c| format!("PromptLayer.{:?}: {c}", PromptLayer::from(*l))))
+            .collect();
+        let caps = if caps.is_empty() { String::new() } else { format!(", caps={{{}}}", caps.join(", ")) };
+        format!("Budget(window={}, reserve={}{caps})", self.inner.window, self.inner.reserve)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let me = slf.get();
+        let state = (me.inner.window, me.inner.reserve, me.caps(py)?).into_pyobject(py)?;
+        Ok((slf.get_type().into_any(), state))
+    }
+}
