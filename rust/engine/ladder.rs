@@ -648,14 +648,25 @@ pub fn fit(
 }
 
 fn count_units(lad: &Ladder<'_>, action: Taken) -> usize {
-    let mut units = HashSet::new();
-    for r in lad.removals.iter().filter(|r| r.action == action) {
-        let u = match r.target {
-            Target::Segment(i) => lad.units.iter().position(|u| u.members.contains(&i)),
-            Target::Digest(d) => lad.units.iter().position(|u| u.digest == Some(d)),
-        };
-        units.insert(u);
+    let mut unit_of_seg = vec![0usize; lad.segs.len()];
+    let mut unit_of_digest = vec![0usize; lad.digests.len()];
+    for (u, unit) in lad.units.iter().enumerate() {
+        for &m in &unit.members {
+            unit_of_seg[m] = u;
+        }
+        if let Some(d) = unit.digest {
+            unit_of_digest[d] = u;
+        }
     }
+    let units: HashSet<usize> = lad
+        .removals
+        .iter()
+        .filter(|r| r.action == action)
+        .map(|r| match r.target {
+            Target::Segment(i) => unit_of_seg[i],
+            Target::Digest(d) => unit_of_digest[d],
+        })
+        .collect();
     units.len()
 }
 
@@ -666,7 +677,8 @@ fn kept_list(lad: &Ladder<'_>) -> Vec<Kept> {
     for (d, rec) in lad.digests.iter().enumerate() {
         digest_at.insert(rec.members[0], d);
     }
-    let digest_alive = |d: usize| lad.units.iter().any(|u| u.digest == Some(d) && u.alive);
+    let alive_digests: HashSet<usize> = lad.units.iter().filter(|u| u.alive).filter_map(|u| u.digest).collect();
+    let digest_alive = |d: usize| alive_digests.contains(&d);
     for i in 0..lad.segs.len() {
         if let Some(&d) = digest_at.get(&i) {
             if digest_alive(d) {
