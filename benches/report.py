@@ -64,15 +64,15 @@ class Report:
     def add(self, line: str = "") -> None:
         self.lines.append(line)
 
-    def target(self, name: str, measured: str, ok: bool, paired_key: str = "", minimum: float = 0.0) -> str:
-        """Record a target judged on medians; ``paired_key`` names its interleaved cross-check."""
-        res = self.paired.get(paired_key)
-        if res:
-            r = res["ratio"]
-            self.targets.append((name, measured, ok, f"{r:.2f}x", r >= minimum))
-        else:
-            self.targets.append((name, measured, ok, "", None))
+    def target(self, name: str, measured: str, ok: bool, cross: tuple[str, bool] | None = None) -> str:
+        """Record a target judged on medians, with its interleaved cross-check if there is one."""
+        shown, cross_ok = cross if cross else ("", None)
+        self.targets.append((name, measured, ok, shown, cross_ok))
         return verdict(ok)
+
+    def ratio_at_least(self, key: str, minimum: float) -> tuple[str, bool] | None:
+        res = self.paired.get(key)
+        return (f"{res['ratio']:.2f}x", res["ratio"] >= minimum) if res else None
 
     def text(self) -> str:
         return "\n".join(self.lines)
@@ -127,8 +127,7 @@ def throughput_section(rep: Report, groups: dict[str, list[dict]]) -> None:
                     f"throughput {corpus}: tiktoken time / ctxfast time ≥ {TIKTOKEN_MIN_RATIO}",
                     f"{ratio:.2f}x",
                     ratio >= TIKTOKEN_MIN_RATIO,
-                    paired_key=f"throughput-{corpus}:tiktoken",
-                    minimum=TIKTOKEN_MIN_RATIO,
+                    cross=rep.ratio_at_least(f"throughput-{corpus}:tiktoken", TIKTOKEN_MIN_RATIO),
                 )
             rep.add(
                 f"| {label if i == 0 else ''} | {c} | {fmt_time(m)} | {info['bytes'] / m / 1e6:.1f} "
@@ -187,8 +186,11 @@ def pathological_section(rep: Report, groups: dict[str, list[dict]]) -> None:
         s = small.get(case)
         ts = median(s) if s else float("nan")
         ratio = tb / ts
-        v1 = rep.target(f"pathological {case}: 1 MiB ≤ {PATHOLOGICAL_BUDGET_S} s", fmt_time(tb), tb <= PATHOLOGICAL_BUDGET_S)
-        v2 = rep.target(f"pathological {case}: linear (< {LINEAR_FACTOR:g}x for 4x input)", f"{ratio:.2f}x", ratio < LINEAR_FACTOR)
+        res = rep.paired.get(f"pathological:{case}")
+        c1 = (fmt_time(res["peer_median"]), res["peer_median"] <= PATHOLOGICAL_BUDGET_S) if res else None
+        c2 = (f"{res['ratio']:.2f}x", res["ratio"] < LINEAR_FACTOR) if res else None
+        v1 = rep.target(f"pathological {case}: 1 MiB ≤ {PATHOLOGICAL_BUDGET_S} s", fmt_time(tb), tb <= PATHOLOGICAL_BUDGET_S, c1)
+        v2 = rep.target(f"pathological {case}: linear (< {LINEAR_FACTOR:g}x for 4x input)", f"{ratio:.2f}x", ratio < LINEAR_FACTOR, c2)
         rep.add(f"| `{case}` | {fmt_time(tb)} | {fmt_time(ts)} | {ratio:.2f} | {v1} | {v2} |")
     rep.add()
 
@@ -263,7 +265,14 @@ def run_pytest(json_path: Path, extra: list[str]) -> int:
     ]
     print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
     # pytest's own output goes to stderr so stdout carries only the Markdown.
-    return subprocess.run(cmd, cwd=REPO, stdout=sys.stderr).returncode
+    LOADAVG.append(os.getloadavg()[0])
+    rc = subprocess.run(cmd, cwd=REPO, stdout=sys.stderr).returncode
+    LOADAVG.append(os.getloadavg()[0])
+    return rc
+
+
+#: 1-minute load average before and after the pytest run (2 cores: above ~1 someone else is busy).
+LOADAVG: list[float] = []
 
 
 def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict], pytest_rc: int | None) -> Report:
@@ -279,6 +288,12 @@ def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict],
         "Medians; ratios are the contender's median over the named ctxfast row's. "
         "Reproduce: `python benches/report.py` (release build installed, `CTXFAST_SHARED` or `../shared`)."
     )
+    if LOADAVG:
+        rep.add()
+        rep.add(
+            f"1-minute load average before / after the run: {LOADAVG[0]:.2f} / {LOADAVG[-1]:.2f} "
+            f"(this process alone adds ~1; more means a neighbour shares the {os.cpu_count()} cores)."
+        )
     rep.add()
     throughput_section(rep, groups)
 
@@ -291,8 +306,7 @@ def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict],
                 f"short count: {row} ≤ tiktoken",
                 f"{fmt_time(m)} vs {fmt_time(tk)} ({tk / m:.2f}x)",
                 m <= tk,
-                paired_key="short-count:tiktoken" if row == "ctxfast (cache=False)" else "",
-                minimum=1.0,
+                cross=rep.ratio_at_least("short-count:tiktoken", 1.0) if row == "ctxfast (cache=False)" else None,
             )
 
     cache = simple_section(rep, "### Per-unit cache: 64 distinct 4 KB units, per unit", groups.get("cache-4KB"), per_item=True)
@@ -315,8 +329,7 @@ def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict],
             f"count_many on 2 cores ≥ {COUNT_MANY_MIN_RATIO}x a 1-thread loop",
             f"{r:.2f}x",
             r >= COUNT_MANY_MIN_RATIO,
-            paired_key="count_many:ctxfast count loop, 1 thread (cache=False)",
-            minimum=COUNT_MANY_MIN_RATIO,
+            cross=rep.ratio_at_least("count_many:ctxfast count loop, 1 thread (cache=False)", COUNT_MANY_MIN_RATIO),
         )
 
     pathological_section(rep, groups)

@@ -165,14 +165,16 @@ def tiktoken(shared_dir: Path) -> Any:
     previous = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
     try:
-        module = importlib.import_module("tiktoken")
-    except ImportError:
-        missing("tiktoken is not installed (pip install '.[test]')")
-    yield module
-    if previous is None:
-        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-    else:
-        os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        try:
+            module = importlib.import_module("tiktoken")
+        except ImportError:
+            missing("tiktoken is not installed (pip install '.[test]')")
+        yield module
+    finally:
+        if previous is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
 
 
 @pytest.fixture(scope="session")

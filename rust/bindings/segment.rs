@@ -69,7 +69,7 @@ impl PromptLayer {
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (&'static str,))> {
-        Ok((slf.get_type().getattr("from_name")?, (slf.get().label(),)))
+        Ok((slf.as_any().get_type().getattr("from_name")?, (slf.get().label(),)))
     }
 
     /// Whether no built-in rung ever touches this layer.
