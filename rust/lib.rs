@@ -2,6 +2,10 @@
 //!
 //! Nothing outside `bindings` knows about Python; the core is tested with `cargo test` alone.
 
+// A panic crossing into Python is a `BaseException` a server's `except Exception` does not catch:
+// outside tests, errors are values.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 pub mod cache;
 pub mod engine;
 pub mod error;

@@ -220,8 +220,10 @@ def test_pathological_megabyte(pair: tuple[ctxfast.Tokenizer, Any], kind: str) -
 
     try:
         expected = len(enc.encode_ordinary(text))
-    except BaseException:  # noqa: BLE001 - tiktoken 0.14 panics (stack overflow) on some of these
-        expected = None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # noqa: BLE001 - tiktoken 0.14 panics (pyo3 PanicException, a
+        expected = None  # BaseException) with a regex stack overflow on some of these
     if expected is not None:
         assert n == expected
 

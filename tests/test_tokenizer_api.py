@@ -226,6 +226,7 @@ def test_hf_encode_decode_round_trip(hf_tokenizer: Any) -> None:
 
 def test_hf_decode_out_of_vocabulary(hf_tokenizer: Any) -> None:
     tok = Tokenizer.from_hf(hf_tokenizer)
+    assert tok.vocab_size is not None
     bad = tok.vocab_size + 5
     with raises_ctx(ValueError, str(bad)):
         tok.decode([1, 2, bad])
@@ -611,9 +612,9 @@ def test_decode_bad_ids(private: Tokenizer) -> None:
     with raises_ctx(ValueError, "ids[0]"):
         private.decode([2**40])
     with raises_ctx(TypeError, "ids[0]"):
-        private.decode([1.0])
+        private.decode([1.0])  # type: ignore[list-item]
     with raises_ctx(TypeError, "'ids'"):
-        private.decode("123")
+        private.decode("123")  # type: ignore[arg-type]
     with raises_ctx(TypeError, "'ids'"):
         private.decode(5)  # type: ignore[arg-type]
 

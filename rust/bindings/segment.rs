@@ -141,7 +141,7 @@ fn tool_call(meta: &Bound<'_, PyAny>) -> PyResult<Option<ToolCall>> {
         let kwargs = PyDict::new(meta.py());
         kwargs.set_item("sort_keys", true)?;
         kwargs.set_item("default", meta.py().eval(pyo3::ffi::c_str!("repr"), None, None)?)?;
-        Ok(json.call_method("dumps", (v,), Some(&kwargs))?.extract()?)
+        json.call_method("dumps", (v,), Some(&kwargs))?.extract()
     };
     Ok(Some(ToolCall {
         tool: tool.map(as_text).transpose()?,

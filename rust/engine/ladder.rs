@@ -392,7 +392,6 @@ impl<'a> Ladder<'a> {
 
         let mut rung_tokens: usize = eligible.iter().map(|&u| self.unit_tokens(u)).sum();
         let mut rows = Vec::new();
-        let mut floor_reached = false;
         for u in order {
             if self.over() <= 0 {
                 break;
@@ -402,7 +401,6 @@ impl<'a> Ladder<'a> {
             let changed = match rung.action {
                 Action::Drop => {
                     if rung.floor.min_tokens > 0 && rung_tokens.saturating_sub(before_unit) < rung.floor.min_tokens {
-                        floor_reached = true;
                         break;
                     }
                     self.drop_unit(u, r);
@@ -421,14 +419,13 @@ impl<'a> Ladder<'a> {
                 rows.push(self.row(u, rung.layers, before_total, action));
             }
         }
-        if self.over() > 0 {
-            floor_reached = true;
-        }
+        // Still over once the rung has nothing left it may take: its floor (or its supply) is reached.
+        let floor_reached = self.over() > 0;
+        self.floor_reached |= floor_reached;
         if !rows.is_empty() && !self.rungs_fired.contains(&r) {
             self.rungs_fired.push(r);
         }
-        if !rows.is_empty() || self.over() > 0 || floor_reached {
-            self.floor_reached |= floor_reached && self.over() > 0 || floor_reached && rows.is_empty();
+        if !rows.is_empty() || floor_reached {
             self.sections.push(Section {
                 rung: r,
                 name: rung.name.clone(),
@@ -573,9 +570,9 @@ pub fn fit(
     let touched: HashSet<Layer> = lad
         .removals
         .iter()
-        .filter_map(|r| match r.target {
-            Target::Segment(i) => Some(segs[i].layer),
-            Target::Digest(d) => Some(lad.digests[d].layer),
+        .map(|r| match r.target {
+            Target::Segment(i) => segs[i].layer,
+            Target::Digest(d) => lad.digests[d].layer,
         })
         .chain(lad.truncations.iter().map(|t| segs[t.index].layer))
         .collect();
