@@ -15,6 +15,8 @@ pytest-benchmark runs contenders one after another, so a drift of the machine be
 (seen here: 25% within a minute) moves their ratio. The ``test_paired_*`` tests measure each
 targeted ratio a second way, alternating the two calls round by round, and store the median of
 the per-round ratios for the report (not timed benchmarks; no assertions on them).
+``test_pathological_guard`` does the same for 1 MiB vs 256 KiB and asserts generous bounds
+(skipped in quick mode but for a 2 s catastrophe guard).
 
 Every contender's result is checked against tiktoken's count, so no row is fast by being wrong.
 Each benchmark records ``contender`` and ``baseline`` (the ctxfast row its group is compared

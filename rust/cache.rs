@@ -1,6 +1,6 @@
 //! The per-unit count cache: a text is tokenized once and its count reused while it stays cached.
 //!
-//! Keys are 128-bit xxh3 hashes of the text, so an entry costs a few dozen bytes however long the
+//! Keys are 128-bit xxh3 hashes of the text, so an entry costs about 48 bytes however long the
 //! text was. The cache is sharded (quick_cache), so threads counting at once rarely meet on a lock,
 //! and bounded: it evicts by CLOCK-Pro once `capacity` entries are held.
 
@@ -12,7 +12,7 @@ use xxhash_rust::xxh3::xxh3_128;
 pub const DEFAULT_CAPACITY: usize = 65_536;
 
 pub struct CountCache {
-    inner: Option<Cache<u128, u32>>,
+    inner: Option<Cache<u128, u64>>,
     capacity: usize,
 }
 
@@ -49,7 +49,7 @@ impl CountCache {
             return Ok(n as usize);
         }
         let n = compute(text)?;
-        cache.insert(key, saturate(n));
+        cache.insert(key, n as u64);
         Ok(n)
     }
 
@@ -59,7 +59,7 @@ impl CountCache {
 
     pub fn insert(&self, key: u128, count: usize) {
         if let Some(cache) = &self.inner {
-            cache.insert(key, saturate(count));
+            cache.insert(key, count as u64);
         }
     }
 
@@ -80,10 +80,6 @@ impl CountCache {
             None => CacheInfo { hits: 0, misses: 0, entries: 0, capacity: 0 },
         }
     }
-}
-
-fn saturate(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

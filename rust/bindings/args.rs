@@ -120,6 +120,31 @@ pub fn ids(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Vec<u32>> {
     Ok(out)
 }
 
+/// A bool flag; `1` or `None` is a caller's mistake worth naming.
+pub fn flag(obj: Option<&Bound<'_, PyAny>>, arg: &str, default: bool) -> PyResult<bool> {
+    match obj {
+        None => Ok(default),
+        Some(o) => {
+            if !o.is_instance_of::<PyBool>() {
+                return Err(wrong_type(o, arg, "bool"));
+            }
+            o.extract()
+        }
+    }
+}
+
+/// A non-negative int where "more than anything" is meaningful (a token limit): huge values
+/// saturate instead of failing.
+pub fn limit_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return Err(wrong_type(obj, arg, "int"));
+    }
+    if obj.lt(0)? {
+        return Err(error(obj.py(), Kind::InvalidArgument, format!("argument '{arg}' must be >= 0, got {obj}")));
+    }
+    Ok(obj.extract::<usize>().unwrap_or(usize::MAX))
+}
+
 /// A finite float > 0.
 pub fn positive_float(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<f64> {
     if obj.is_instance_of::<PyBool>() {

@@ -71,6 +71,17 @@ pub fn error_with(
     made.unwrap_or_else(|_| PyRuntimeError::new_err(message))
 }
 
+/// A file that could not be read: `.filename` and `.errno` set as on an `OSError`.
+#[cold]
+#[inline(never)]
+pub fn file_error(py: Python<'_>, path: &str, err: &std::io::Error, what: &str, missing: Kind, other: Kind) -> PyErr {
+    let kind = if err.kind() == std::io::ErrorKind::NotFound { missing } else { other };
+    let attrs = PyDict::new(py);
+    let _ = attrs.set_item("filename", path);
+    let _ = attrs.set_item("errno", err.raw_os_error());
+    error_with(py, kind, format!("cannot read {what} file {path:?}: {err}"), Some(&attrs))
+}
+
 /// The core's errors, mapped here and nowhere else.
 #[cold]
 #[inline(never)]

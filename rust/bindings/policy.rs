@@ -5,7 +5,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString,
 use serde_json::{Map, Number, Value};
 
 use super::args;
-use super::errors::{error, CoreResultExt, Kind};
+use super::errors::{error, file_error, CoreResultExt, Kind};
 use super::segment::PromptLayer;
 use crate::engine::{presets, spec, Policy as CorePolicy};
 
@@ -147,10 +147,8 @@ impl Policy {
             .call_method1("fspath", (path,))
             .map_err(|_| args::wrong_type(path, "path", "str or os.PathLike"))?;
         let p = args::text(&fspath, "path")?.to_string();
-        let text = std::fs::read_to_string(&p).map_err(|e| {
-            let kind = if e.kind() == std::io::ErrorKind::NotFound { Kind::FileNotFound } else { Kind::InvalidArgument };
-            error(py, kind, format!("cannot read policy file {p:?}: {e}"))
-        })?;
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| file_error(py, &p, &e, "policy", Kind::FileNotFound, Kind::InvalidArgument))?;
         let (name, inner) = spec::from_toml(&text).map_err(|e| error(py, Kind::InvalidArgument, format!("{p}: {e}")))?;
         Ok(Self { name, inner })
     }

@@ -183,15 +183,17 @@ impl Segment {
     }
 
     pub fn remember(&self, counter_id: u32, count: usize) {
-        let c = u32::try_from(count).unwrap_or(u32::MAX) as u64;
-        self.memo.store(((counter_id as u64) << 32) | c, Ordering::Relaxed);
+        // The memo packs the count in 32 bits; a larger one is simply not remembered.
+        if let Ok(c) = u32::try_from(count) {
+            self.memo.store(((counter_id as u64) << 32) | c as u64, Ordering::Relaxed);
+        }
     }
 }
 
 #[pymethods]
 impl Segment {
     #[new]
-    #[pyo3(signature = (text, layer=None, key=None, score=None, *, tokens=None, recoverable=false, stale=false, group=None, level=None, covers=None, meta=None))]
+    #[pyo3(signature = (text, layer=None, key=None, score=None, *, tokens=None, recoverable=None, stale=None, group=None, level=None, covers=None, meta=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         text: &Bound<'_, PyAny>,
@@ -199,13 +201,15 @@ impl Segment {
         key: Option<&Bound<'_, PyAny>>,
         score: Option<&Bound<'_, PyAny>>,
         tokens: Option<&Bound<'_, PyAny>>,
-        recoverable: bool,
-        stale: bool,
+        recoverable: Option<&Bound<'_, PyAny>>,
+        stale: Option<&Bound<'_, PyAny>>,
         group: Option<&Bound<'_, PyAny>>,
         level: Option<&Bound<'_, PyAny>>,
         covers: Option<&Bound<'_, PyAny>>,
         meta: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let recoverable = args::flag(recoverable, "recoverable", false)?;
+        let stale = args::flag(stale, "stale", false)?;
         let text_s = args::text(text, "text")?.to_string();
         let layer = match layer {
             Some(l) if !l.is_none() => layer_arg(l, "layer")?,
@@ -348,8 +352,8 @@ impl Segment {
             g("key").as_ref(),
             g("score").as_ref(),
             g("tokens").as_ref(),
-            g("recoverable").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
-            g("stale").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
+            g("recoverable").as_ref(),
+            g("stale").as_ref(),
             g("group").as_ref(),
             g("level").as_ref(),
             g("covers").as_ref(),
@@ -429,8 +433,8 @@ impl Segment {
             Some(key),
             Some(score),
             g("tokens").as_ref(),
-            g("recoverable").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
-            g("stale").map(|v| v.is_truthy()).transpose()?.unwrap_or(false),
+            g("recoverable").as_ref(),
+            g("stale").as_ref(),
             g("group").as_ref(),
             g("level").as_ref(),
             g("covers").as_ref(),

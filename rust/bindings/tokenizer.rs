@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString, PyTuple};
 
 use super::args;
-use super::errors::{error, CoreResultExt, Kind};
+use super::errors::{error, file_error, CoreResultExt, Kind};
 use crate::cache::{CacheInfo as CoreCacheInfo, CountCache, DEFAULT_CAPACITY};
 use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
 
@@ -132,6 +132,10 @@ impl Tokenizer {
 
 pub fn call_counter(py: Python<'_>, func: &Py<PyAny>, text: &str) -> PyResult<usize> {
     let out = func.call1(py, (text,)).map_err(|e| {
+        // Ctrl-C and SystemExit are not the counter's failure: let them through untouched.
+        if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+            return e;
+        }
         let err = error(py, Kind::Counter, format!("the counting callable raised {}", e.get_type(py).name().map(|n| n.to_string()).unwrap_or_default()));
         err.set_cause(py, Some(e));
         err
@@ -188,14 +192,8 @@ impl Tokenizer {
             .map_err(|_| args::wrong_type(path, "path", "str or os.PathLike"))?;
         let p = args::text(&fspath, "path")?.to_string();
         let cap = capacity_or_default(cache_capacity)?;
-        let json = std::fs::read_to_string(&p).map_err(|e| {
-            let kind = if e.kind() == std::io::ErrorKind::NotFound {
-                Kind::TokenizerFileNotFound
-            } else {
-                Kind::TokenizerLoad
-            };
-            error(py, kind, format!("cannot read tokenizer file {p:?}: {e}"))
-        })?;
+        let json = std::fs::read_to_string(&p)
+            .map_err(|e| file_error(py, &p, &e, "tokenizer", Kind::TokenizerFileNotFound, Kind::TokenizerLoad))?;
         let c = py
             .detach(|| TokenCounter::from_hf_json(&json, cap))
             .map_err(|e| error(py, Kind::TokenizerLoad, format!("{p:?}: {e}")))?;
@@ -250,16 +248,18 @@ impl Tokenizer {
         Ok(Self { counter: Counter::Callable { func: func.clone().unbind(), cache: CountCache::new(cap), id: tokenize::next_counter_id() } })
     }
 
-    #[pyo3(signature = (text, /, *, cache=true))]
-    fn count(&self, text: &Bound<'_, PyAny>, cache: bool) -> PyResult<usize> {
+    #[pyo3(signature = (text, /, *, cache=None))]
+    fn count(&self, text: &Bound<'_, PyAny>, cache: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        let cache = args::flag(cache, "cache", true)?;
         let t = args::text(text, "text")?;
         self.count_str(text.py(), t, cache)
     }
 
     /// Counts of every text, as a numpy int64 array; the GIL is released for the whole batch.
-    #[pyo3(signature = (texts, /, *, cache=true))]
-    fn count_many<'py>(&self, texts: &Bound<'py, PyAny>, cache: bool) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    #[pyo3(signature = (texts, /, *, cache=None))]
+    fn count_many<'py>(&self, texts: &Bound<'py, PyAny>, cache: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray1<i64>>> {
         let py = texts.py();
+        let cache = args::flag(cache, "cache", true)?;
         let items = args::texts(texts, "texts")?;
         let mut strs = Vec::with_capacity(items.len());
         for (i, s) in items.iter().enumerate() {
@@ -299,7 +299,7 @@ impl Tokenizer {
     fn truncate<'py>(&self, text: &Bound<'py, PyAny>, max_tokens: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
         let py = text.py();
         let t = args::text(text, "text")?;
-        let max = args::count_arg(max_tokens, "max_tokens")?;
+        let max = args::limit_arg(max_tokens, "max_tokens")?;
         let cut = match &self.counter {
             Counter::Native(c) => py.detach(|| c.truncate(t, max)).py(py)?,
             Counter::Callable { func, .. } => truncate_by_calls(py, func, t, max)?,

@@ -26,7 +26,12 @@ pub fn approximate_tokens(text: &str) -> usize {
 }
 
 pub fn truncate(text: &str, max_tokens: usize, chars_per_token: f64) -> &str {
-    let max_chars = (max_tokens as f64 * chars_per_token).floor() as usize;
+    let mut max_chars = (max_tokens as f64 * chars_per_token).floor() as usize;
+    // Floating point can put floor(n * cpt) characters one token over n (30 * 0.7 = 21, but
+    // 21 / 0.7 > 30): step back until the count agrees.
+    while max_chars > 0 && (max_chars as f64 / chars_per_token).ceil() as usize > max_tokens {
+        max_chars -= 1;
+    }
     match text.char_indices().nth(max_chars) {
         Some((byte, _)) => &text[..byte],
         None => text,

@@ -108,6 +108,12 @@ fn approximate_counts_characters() {
     assert!(tok.encode("x").is_err());
     assert_eq!(tok.truncate("abcdefghij", 2).unwrap(), "abcdefgh");
     assert!(TokenCounter::approximate(0.0, 0).is_err());
+    for (cpt, max) in [(0.7, 30), (2.3, 30), (0.35, 60)] {
+        let t = TokenCounter::approximate(cpt, 0).unwrap();
+        let text = "x".repeat(1000);
+        let cut = t.truncate(&text, max).unwrap();
+        assert!(t.count(cut).unwrap() <= max, "{cpt} {max}: {}", cut.len());
+    }
     assert!(TokenCounter::approximate(f64::NAN, 0).is_err());
 }
 
