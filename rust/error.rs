@@ -18,6 +18,18 @@ pub enum CtxError {
     /// The underlying engine reported a failure while encoding.
     #[error("{0}")]
     Encoding(String),
+    /// A key the window never admitted (or no longer holds, where holding is required).
+    #[error("{0}")]
+    UnknownKey(String),
+    /// A rewrite without provenance: drop the span instead.
+    #[error("{0}")]
+    UntaggedRewrite(String),
+    /// A "compression" that is not smaller and has no external copy.
+    #[error("{0}")]
+    LedgerInconsistency(String),
+    /// Saved state that cannot be restored.
+    #[error("{0}")]
+    State(String),
 }
 
 impl CtxError {

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod engine;
 pub mod error;
 pub mod tokenize;
+pub mod window;
 
 #[cfg(feature = "python")]
 mod bindings;

@@ -1,8 +1,10 @@
 //! Layers and segments as the core sees them: plain data, no Python.
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{CtxError, CtxResult};
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Layer {
     System = 0,
     Tools = 1,
@@ -85,14 +87,14 @@ impl LayerSet {
 }
 
 /// What a digest needs to say about a tool call: which step, which tool, with what.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub step: Option<i64>,
     pub tool: Option<String>,
     pub arguments: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SegmentData {
     pub text: String,
     pub layer: Layer,

@@ -1,0 +1,89 @@
+//! The window's ledger: every removed token is attributable, and every key can say why it is
+//! absent.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Layer;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    Held,
+    /// Left the window; an authoritative copy exists outside it.
+    EvictedRecoverable,
+    /// Left the window; judged dispensable.
+    EvictedDispensable,
+    /// Replaced by a tagged lossy surrogate (a summary, a digest).
+    Rewritten,
+    /// Still held, shortened.
+    Truncated,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Held => "held",
+            Status::EvictedRecoverable => "evicted_recoverable",
+            Status::EvictedDispensable => "evicted_dispensable",
+            Status::Rewritten => "rewritten",
+            Status::Truncated => "truncated",
+        }
+    }
+}
+
+/// The answer to "why is this span absent (or present)?"
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Why {
+    pub key: String,
+    pub status: Status,
+    /// The cycle (fits so far) in which this happened.
+    pub cycle: u64,
+    /// The rung, "discard", "rewrite" or "digest"; None while simply held.
+    pub rung: Option<String>,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub provenance: Option<String>,
+    pub layer: Layer,
+    /// How many times this key was admitted (it can come back after an eviction).
+    pub admissions: u64,
+}
+
+/// Counters for metrics: which rung fires how often tells which slice is undersized.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    pub admitted: u64,
+    pub refused_duplicates: u64,
+    pub fits: u64,
+    pub fits_that_evicted: u64,
+    pub evictions: u64,
+    pub rewrites: u64,
+    pub deferred_rewrites: u64,
+    pub digests: u64,
+    pub truncations: u64,
+    pub discards: u64,
+    pub rung_firings: BTreeMap<String, u64>,
+}
+
+/// Token totals. They always balance:
+/// admitted + surrogates_added == held + evicted_recoverable + evicted_dispensable
+///                                + rewritten_away + truncated_away
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub admitted: u64,
+    pub surrogates_added: u64,
+    pub evicted_recoverable: u64,
+    pub evicted_dispensable: u64,
+    pub rewritten_away: u64,
+    pub truncated_away: u64,
+}
+
+impl Totals {
+    pub fn removed(&self) -> u64 {
+        self.evicted_recoverable + self.evicted_dispensable + self.rewritten_away + self.truncated_away
+    }
+
+    pub fn balances(&self, held: u64) -> bool {
+        self.admitted + self.surrogates_added == held + self.removed()
+    }
+}

@@ -1,0 +1,176 @@
+use super::*;
+use crate::engine::presets;
+
+/// One token per word.
+struct Words;
+
+impl Counter for Words {
+    fn count(&self, text: &str) -> CtxResult<usize> {
+        Ok(text.split_whitespace().count())
+    }
+    fn truncate(&self, text: &str, max_tokens: usize) -> CtxResult<String> {
+        Ok(text.split_whitespace().take(max_tokens).collect::<Vec<_>>().join(" "))
+    }
+    fn count_joined(&self, texts: &[&str], _: &[usize], sep: &str) -> CtxResult<usize> {
+        self.count(&texts.join(sep))
+    }
+}
+
+fn seg(text: &str, layer: Layer, key: Option<&str>, score: f64) -> Arc<SegmentData> {
+    let mut s = SegmentData::new(text, layer);
+    s.key = key.map(str::to_string);
+    s.score = score;
+    Arc::new(s)
+}
+
+fn words(n: usize) -> String {
+    vec!["w"; n].join(" ")
+}
+
+fn admit(w: &mut Window, text: &str, layer: Layer, key: Option<&str>, score: f64) -> bool {
+    let n = Words.count(text).unwrap();
+    matches!(w.admit(seg(text, layer, key, score), n), Admit::Admitted { .. })
+}
+
+fn window(limit: usize) -> Window {
+    Window::new(limit, 0, presets::context_window(), Some("context_window".into()), None).unwrap()
+}
+
+fn balanced(w: &Window) -> bool {
+    w.totals().balances(w.held_tokens() as u64)
+}
+
+#[test]
+fn keys_are_refused_across_layers_and_none_is_never_deduplicated() {
+    let mut w = window(100);
+    assert!(admit(&mut w, "page twelve", Layer::Pinned, Some("p12"), 0.0));
+    assert!(!admit(&mut w, "page twelve", Layer::Retrieved, Some("p12"), 0.9));
+    assert!(admit(&mut w, "same words", Layer::Conversation, None, 0.0));
+    assert!(admit(&mut w, "same words", Layer::Conversation, None, 0.0));
+    assert_eq!(w.counters().refused_duplicates, 1);
+    assert_eq!(w.held_tokens(), 6);
+}
+
+#[test]
+fn fit_evicts_conversation_oldest_then_retrieved_lowest_and_frees_keys() {
+    let mut w = window(20);
+    admit(&mut w, &words(5), Layer::System, None, 0.0);
+    admit(&mut w, &words(10), Layer::Conversation, Some("t1"), 0.0);
+    admit(&mut w, &words(10), Layer::Conversation, Some("t2"), 0.0);
+    admit(&mut w, &words(10), Layer::Retrieved, Some("high"), 0.9);
+    admit(&mut w, &words(10), Layer::Retrieved, Some("low"), 0.1);
+    let out = w.fit(&Words).ok().unwrap();
+    let gone: Vec<&str> = out.changes.removed.iter().map(|(e, _, _)| e.seg.key.as_deref().unwrap_or("")).collect();
+    assert_eq!(gone, vec!["t1", "t2", "low"]);
+    assert_eq!(w.held_tokens(), 15);
+    assert_eq!(w.why("low").unwrap().status, Status::EvictedDispensable);
+    assert_eq!(w.why("high").unwrap().status, Status::Held);
+    // Eviction freed the key: the chunk can come back.
+    assert!(admit(&mut w, &words(3), Layer::Retrieved, Some("low"), 0.1));
+    assert_eq!(w.why("low").unwrap().admissions, 2);
+    assert!(balanced(&w));
+}
+
+#[test]
+fn a_prefix_that_cannot_fit_alone_is_an_error_and_changes_nothing() {
+    let mut w = window(10);
+    admit(&mut w, &words(12), Layer::System, None, 0.0);
+    admit(&mut w, &words(3), Layer::Conversation, Some("t"), 0.0);
+    assert!(matches!(w.fit(&Words), Err(FitError::Unfittable(_))));
+    assert_eq!(w.held_tokens(), 15);
+    assert!(w.holds("t"));
+}
+
+#[test]
+fn a_new_current_turn_demotes_the_previous_one() {
+    let mut w = window(100);
+    admit(&mut w, "first question", Layer::CurrentTurn, Some("q1"), 0.0);
+    let n = 2;
+    match w.admit(seg("second question", Layer::CurrentTurn, Some("q2"), 0.0), n) {
+        Admit::Admitted { demoted: Some(e), .. } => assert_eq!(e.seg.layer, Layer::Conversation),
+        _ => panic!("expected a demotion"),
+    }
+    let current: Vec<_> = w.entries().iter().filter(|e| e.seg.layer == Layer::CurrentTurn).collect();
+    assert_eq!(current.len(), 1);
+}
+
+#[test]
+fn rewrites_are_tagged_checked_and_deferred_in_a_busy_cycle() {
+    let mut w = window(100);
+    admit(&mut w, &words(20), Layer::Conversation, Some("long"), 0.0);
+    w.fit(&Words).ok().unwrap();
+    assert!(matches!(w.rewrite("long", "x".into(), 1, None), Err(CtxError::UntaggedRewrite(_))));
+    assert!(matches!(w.rewrite("long", words(25), 25, Some("model")), Err(CtxError::LedgerInconsistency(_))));
+    assert!(matches!(w.rewrite("nope", "x".into(), 1, Some("model")), Err(CtxError::UnknownKey(_))));
+    // Quiet cycle: applied at once.
+    let text = Window::surrogate_text("long", "model", "gist");
+    let n = Words.count(&text).unwrap();
+    assert!(matches!(w.rewrite("long", text, n, Some("model")), Ok(Rewrite::Applied(_))));
+    assert_eq!(w.why("long").unwrap().status, Status::Rewritten);
+    assert_eq!(w.why("long").unwrap().provenance.as_deref(), Some("model"));
+    assert!(balanced(&w));
+
+    // New non-recoverable content this cycle: deferred until the fit returns.
+    admit(&mut w, &words(20), Layer::Conversation, Some("other"), 0.0);
+    admit(&mut w, &words(5), Layer::Conversation, Some("fresh"), 0.0);
+    assert!(matches!(w.rewrite("other", "short".into(), 1, Some("model")), Ok(Rewrite::Deferred)));
+    assert_eq!(w.why("other").unwrap().status, Status::Held);
+    let before = w.held_tokens();
+    w.fit(&Words).ok().unwrap();
+    assert_eq!(w.why("other").unwrap().status, Status::Rewritten);
+    assert_eq!(w.held_tokens(), before - 19);
+    assert!(balanced(&w));
+}
+
+#[test]
+fn discard_and_mark_stale() {
+    let mut w = Window::new(100, 0, presets::seven_tier(3), None, None).unwrap();
+    admit(&mut w, &words(10), Layer::ToolResult, Some("r1"), 0.0);
+    let mut rec = SegmentData::new(words(10), Layer::Retrieved);
+    rec.key = Some("doc".into());
+    rec.recoverable = true;
+    w.admit(Arc::new(rec), 10);
+    w.discard("doc").unwrap();
+    assert_eq!(w.why("doc").unwrap().status, Status::EvictedRecoverable);
+    assert_eq!(w.why("doc").unwrap().rung.as_deref(), Some("discard"));
+    assert!(w.mark_stale("r1").unwrap().seg.stale);
+    assert!(matches!(w.discard("doc"), Err(CtxError::UnknownKey(_))));
+    assert!(balanced(&w));
+}
+
+#[test]
+fn low_watermark_keeps_the_prefix_stable_across_turns() {
+    let run = |watermark: Option<f64>| -> usize {
+        let mut w = Window::new(200, 0, presets::context_window(), None, watermark).unwrap();
+        admit(&mut w, &words(20), Layer::System, None, 0.0);
+        let mut stable_turns = 0;
+        for t in 0..30 {
+            admit(&mut w, &words(15), Layer::Conversation, Some(&format!("t{t}")), 0.0);
+            let prefix_before: usize = w.held_tokens() - 15;
+            let out = w.fit(&Words).ok().unwrap();
+            if t > 0 && out.stable_prefix_tokens >= prefix_before.min(w.held_tokens()) {
+                stable_turns += 1;
+            }
+        }
+        stable_turns
+    };
+    let without = run(None);
+    let with = run(Some(0.6));
+    assert!(with > without, "with watermark {with} stable turns, without {without}");
+}
+
+#[test]
+fn state_round_trips_through_json() {
+    let mut w = window(30);
+    admit(&mut w, &words(5), Layer::System, None, 0.0);
+    admit(&mut w, &words(20), Layer::Conversation, Some("t1"), 0.0);
+    admit(&mut w, &words(20), Layer::Conversation, Some("t2"), 0.0);
+    w.fit(&Words).ok().unwrap();
+    let bytes = w.to_json().unwrap();
+    let back = Window::from_json(&bytes).unwrap();
+    assert_eq!(back.entries(), w.entries());
+    assert_eq!(back.why("t1").unwrap(), w.why("t1").unwrap());
+    assert_eq!(back.counters(), w.counters());
+    assert_eq!(back.policy(), w.policy());
+    assert!(Window::from_json(b"{}").is_err());
+}
