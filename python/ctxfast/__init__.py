@@ -9,6 +9,7 @@ from __future__ import annotations
 from ctxfast._core import (
     Budget,
     CacheInfo,
+    ContextWindow,
     Eviction,
     Fit,
     FitLedger,
@@ -18,6 +19,8 @@ from ctxfast._core import (
     Tokenizer,
     Trace,
     Truncation,
+    WindowLedger,
+    Why,
     __version__,
     approximate_tokens,
     build_profile,
@@ -27,6 +30,9 @@ from ctxfast._core import (
 )
 from ctxfast._errors import (
     ArgumentTypeError,
+    BudgetLedgerInconsistency,
+    UnknownKeyError,
+    UntaggedRewriteError,
     ContextWindowExceededError,
     CtxfastFileNotFoundError,
     Unfittable,
@@ -43,7 +49,13 @@ from ctxfast._errors import (
 __all__ = [
     "ArgumentTypeError",
     "Budget",
+    "BudgetLedgerInconsistency",
     "CacheInfo",
+    "ContextWindow",
+    "UnknownKeyError",
+    "UntaggedRewriteError",
+    "WindowLedger",
+    "Why",
     "ContextWindowExceededError",
     "CtxfastFileNotFoundError",
     "Eviction",

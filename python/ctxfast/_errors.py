@@ -79,8 +79,28 @@ class Unfittable(CtxfastError):
 ContextWindowExceededError = Unfittable
 
 
+class UnknownKeyError(CtxfastError, KeyError):
+    """A key the window never admitted (why) or does not hold now (discard, rewrite...)."""
+
+    def __str__(self) -> str:
+        # KeyError would quote the message; this one is a sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+class UntaggedRewriteError(CtxfastError, RuntimeError):
+    """A rewrite without provenance. An untagged surrogate cannot say what it stands for, so
+    drop the span instead (ContextWindow.discard) and let it be re-fetched."""
+
+
+class BudgetLedgerInconsistency(CtxfastError, RuntimeError):
+    """A "compression" that is not smaller than its original and has no external copy."""
+
+
 __all__ = [
     "ArgumentTypeError",
+    "BudgetLedgerInconsistency",
+    "UnknownKeyError",
+    "UntaggedRewriteError",
     "ContextWindowExceededError",
     "CtxfastFileNotFoundError",
     "Unfittable",

@@ -23,6 +23,9 @@ pub enum Kind {
     Counter,
     FileNotFound,
     Unfittable,
+    UnknownKey,
+    UntaggedRewrite,
+    LedgerInconsistency,
 }
 
 impl Kind {
@@ -38,6 +41,9 @@ impl Kind {
             Kind::Counter => "CounterError",
             Kind::FileNotFound => "CtxfastFileNotFoundError",
             Kind::Unfittable => "Unfittable",
+            Kind::UnknownKey => "UnknownKeyError",
+            Kind::UntaggedRewrite => "UntaggedRewriteError",
+            Kind::LedgerInconsistency => "BudgetLedgerInconsistency",
         }
     }
 }
@@ -91,6 +97,10 @@ pub fn from_core(py: Python<'_>, err: CtxError) -> PyErr {
         CtxError::TokenizerLoad(_) => Kind::TokenizerLoad,
         CtxError::Unsupported(_) => Kind::Unsupported,
         CtxError::Encoding(_) => Kind::Tokenization,
+        CtxError::UnknownKey(_) => Kind::UnknownKey,
+        CtxError::UntaggedRewrite(_) => Kind::UntaggedRewrite,
+        CtxError::LedgerInconsistency(_) => Kind::LedgerInconsistency,
+        CtxError::State(_) => Kind::InvalidArgument,
     };
     error(py, kind, err.to_string())
 }

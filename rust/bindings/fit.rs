@@ -37,14 +37,30 @@ pub fn resolve_tokenizer<'py>(py: Python<'py>, tokenizer: Option<&Bound<'py, PyA
 
 /// The ladder's counter for a Python callable: runs under the GIL; a Python exception is kept
 /// aside and re-raised once the core returns.
-struct CallableCounter<'py> {
+pub struct CallableCounter<'py> {
     py: Python<'py>,
     func: &'py Py<PyAny>,
     cache: &'py CountCache,
     failure: RefCell<Option<PyErr>>,
 }
 
+/// The counter for a tokenizer built with `Tokenizer.from_callable`.
+pub fn callable_counter<'py>(py: Python<'py>, tok: &'py Tokenizer) -> PyResult<CallableCounter<'py>> {
+    let (func, cache) = tok
+        .callable()
+        .ok_or_else(|| error(py, Kind::InvalidArgument, "not a callable tokenizer"))?;
+    Ok(CallableCounter { py, func, cache, failure: RefCell::new(None) })
+}
+
 impl CallableCounter<'_> {
+    /// Re-raises the Python exception the callable raised inside the core, if any.
+    pub fn take_failure(&self) -> PyResult<()> {
+        match self.failure.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     fn keep<T>(&self, r: PyResult<T>) -> CtxResult<T> {
         r.map_err(|e| {
             *self.failure.borrow_mut() = Some(e);
@@ -307,7 +323,7 @@ pub fn policy_arg<'py>(py: Python<'py>, policy: Option<&Bound<'py, PyAny>>) -> P
 }
 
 #[cold]
-fn raise_unfittable(py: Python<'_>, u: &engine::Unfittable) -> PyErr {
+pub fn raise_unfittable(py: Python<'_>, u: &engine::Unfittable) -> PyErr {
     let attrs = PyDict::new(py);
     let built = (|| -> PyResult<()> {
         attrs.set_item("components", u.components.clone())?;
@@ -335,12 +351,10 @@ pub fn run_ladder(
 ) -> PyResult<FitOutcome> {
     let result = match (tok.native_counter(), tok.callable()) {
         (Some(c), _) => py.detach(|| engine::fit(data, counts, budget, policy, c.as_ref(), separator)),
-        (None, Some((func, cache))) => {
-            let counter = CallableCounter { py, func, cache, failure: RefCell::new(None) };
+        (None, Some(_)) => {
+            let counter = callable_counter(py, tok)?;
             let r = engine::fit(data, counts, budget, policy, &counter, separator);
-            if let Some(e) = counter.failure.borrow_mut().take() {
-                return Err(e);
-            }
+            counter.take_failure()?;
             r
         }
         (None, None) => return Err(error(py, Kind::InvalidArgument, "tokenizer has no counter")),

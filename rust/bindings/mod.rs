@@ -8,6 +8,7 @@ mod fit;
 mod policy;
 mod segment;
 mod tokenizer;
+mod window;
 
 use pyo3::prelude::*;
 
@@ -21,6 +22,8 @@ mod _core {
     use super::policy::Policy;
     #[pymodule_export]
     use super::fit::{evict_indices, fit, Eviction, Fit, FitLedger, Trace, Truncation};
+    #[pymodule_export]
+    use super::window::{ContextWindow, WindowLedger, Why};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
