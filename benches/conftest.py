@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpora  # noqa: E402  (after the path tweak, so --import-mode=importlib works too)
+import cpuload  # noqa: E402
 
 SHARED = corpora.shared_dir()
 # Before any test module imports tiktoken: its cache directory is read at get_encoding() time,
@@ -67,6 +68,18 @@ def pytest_benchmark_update_json(config, benchmarks, output_json) -> None:
 @pytest.fixture(scope="session")
 def paired_store() -> dict[str, dict]:
     return PAIRED
+
+
+@pytest.fixture(autouse=True)
+def _cpu_accounting(request: pytest.FixtureRequest):
+    """Record in each benchmark row the cores it got and the cores others used meanwhile."""
+    if "benchmark" not in request.fixturenames:
+        yield
+        return
+    bench = request.getfixturevalue("benchmark")
+    start = cpuload.Sample.now()
+    yield
+    bench.extra_info.update(cpuload.usage(start, cpuload.Sample.now()))
 
 
 def is_quick(config: pytest.Config) -> bool:

@@ -78,7 +78,7 @@ def troubleshooting() -> Policy:
         Rung("history.drop_oldest_exchange", HISTORY, "oldest", floor=Floor(keep_first=1, keep_last=3)),
         Rung("retrieval.drop_lowest_ranked_chunk", frozenset({"retrieved"}), "lowest_score", floor=Floor(keep_top=4)),
         Rung("retrieval.truncate_chunk_bodies", frozenset({"retrieved"}), "lowest_score", action="truncate", min_tokens=128),
-    ), labels=tuple((l, "history") for l in sorted(HISTORY)) + (("retrieved", "retrieval"),))
+    ), labels=tuple(sorted([(layer, "history") for layer in HISTORY] + [("retrieved", "retrieval")])))
 
 
 def seven_tier(top_k: int = 3) -> Policy:
@@ -120,24 +120,28 @@ def from_dict(d: dict[str, Any]) -> Policy:
 
 
 class TiktokenCounter:
-    """``len(encode_ordinary(text))``, counting its own invocations."""
+    """``len(encode_ordinary(text))``, one call per unit; counts its invocations and texts."""
 
     def __init__(self, encoding: Any) -> None:
         self.enc = encoding
-        self.calls = 0
+        self.calls = 0  # invocations of tiktoken
+        self.units = 0  # texts tokenized
 
     def count(self, text: str) -> int:
         self.calls += 1
+        self.units += 1
         return len(self.enc.encode_ordinary(text))
 
     def count_all(self, texts: Sequence[str]) -> list[int]:
         self.calls += len(texts)
+        self.units += len(texts)
         encode = self.enc.encode_ordinary
         return [len(encode(t)) for t in texts]
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix ending on a token and a character boundary that counts <= max_tokens."""
         self.calls += 1
+        self.units += 1
         ids = self.enc.encode_ordinary(text)
         if len(ids) <= max_tokens:
             return text
@@ -151,6 +155,7 @@ class TiktokenCounter:
             if e == len(raw) or (e < len(raw) and (raw[e] & 0xC0) != 0x80):
                 prefix = raw[:e].decode("utf-8")
                 self.calls += 1
+                self.units += 1
                 if len(self.enc.encode_ordinary(prefix)) <= max_tokens:
                     return prefix
         return ""
@@ -161,6 +166,7 @@ class BatchTiktokenCounter(TiktokenCounter):
 
     def count_all(self, texts: Sequence[str]) -> list[int]:
         self.calls += 1
+        self.units += len(texts)
         return [len(ids) for ids in self.enc.encode_ordinary_batch(list(texts))]
 
 

@@ -40,6 +40,14 @@ CORPORA = ["prose", "code", "json", "cjk"]
 # ---- formatting ------------------------------------------------------------------------------
 
 
+def fmt_cores(info: dict) -> str:
+    """'self / others' cores' worth of CPU during a row (see cpuload.py)."""
+    own, others = info.get("cpu_self"), info.get("cpu_others")
+    if own is None:
+        return ""
+    return f"{own:.2f} / {'?' if others is None else f'{others:.2f}'}"
+
+
 def fmt_time(s: float) -> str:
     if s >= 1:
         return f"{s:.2f} s"
@@ -107,12 +115,12 @@ def baseline_of(rows: list[dict]) -> dict:
 def throughput_section(rep: Report, groups: dict[str, list[dict]]) -> None:
     rep.add("### Throughput: one ~1 MB text, o200k_base, `cache=False`")
     rep.add()
-    rep.add("| corpus | contender | median | MB/s | M tokens/s | × ctxfast time | target |")
-    rep.add("|---|---|---:|---:|---:|---:|---|")
+    rep.add("| corpus | contender | median | MB/s | M tokens/s | × ctxfast time | target | CPU self / others |")
+    rep.add("|---|---|---:|---:|---:|---:|---|---:|")
     for corpus in CORPORA:
         rows = groups.get(f"throughput-{corpus}")
         if not rows:
-            rep.add(f"| {corpus} | (not run) | | | | | |")
+            rep.add(f"| {corpus} | (not run) | | | | | | |")
             continue
         base = median(baseline_of(rows))
         info = rows[0]["extra_info"]
@@ -131,7 +139,7 @@ def throughput_section(rep: Report, groups: dict[str, list[dict]]) -> None:
                 )
             rep.add(
                 f"| {label if i == 0 else ''} | {c} | {fmt_time(m)} | {info['bytes'] / m / 1e6:.1f} "
-                f"| {info['tokens'] / m / 1e6:.2f} | {ratio:.2f} | {tgt} |"
+                f"| {info['tokens'] / m / 1e6:.2f} | {ratio:.2f} | {tgt} | {fmt_cores(r['extra_info'])} |"
             )
     rep.add()
     rep.add(
@@ -159,13 +167,13 @@ def simple_section(
     n_items = rows[0]["extra_info"].get("items_per_call", 1) if per_item else 1
     base = median(base_row) / n_items
     unit = "median per unit" if per_item else "median"
-    rep.add(f"| contender | {unit} | × {base_row['extra_info']['contender']} time |")
-    rep.add("|---|---:|---:|")
+    rep.add(f"| contender | {unit} | × {base_row['extra_info']['contender']} time | CPU self / others |")
+    rep.add("|---|---:|---:|---:|")
     out = {}
     for r in sorted(rows, key=median):
         m = median(r) / n_items
         out[r["extra_info"]["contender"]] = m
-        rep.add(f"| {r['extra_info']['contender']} | {fmt_time(m)} | {m / base:.2f} |")
+        rep.add(f"| {r['extra_info']['contender']} | {fmt_time(m)} | {m / base:.2f} | {fmt_cores(r['extra_info'])} |")
     rep.add()
     return out
 
@@ -179,8 +187,8 @@ def pathological_section(rep: Report, groups: dict[str, list[dict]]) -> None:
         rep.add("(not run)")
         rep.add()
         return
-    rep.add(f"| input | 1 MiB median | 256 KiB median | 1 MiB / 256 KiB | ≤ {PATHOLOGICAL_BUDGET_S} s | linear (< {LINEAR_FACTOR:g}x) |")
-    rep.add("|---|---:|---:|---:|---|---|")
+    rep.add(f"| input | 1 MiB median | 256 KiB median | 1 MiB / 256 KiB | ≤ {PATHOLOGICAL_BUDGET_S} s | linear (< {LINEAR_FACTOR:g}x) | CPU others (1 MiB) |")
+    rep.add("|---|---:|---:|---:|---|---|---:|")
     for case, b in big.items():
         tb = median(b)
         s = small.get(case)
@@ -191,7 +199,8 @@ def pathological_section(rep: Report, groups: dict[str, list[dict]]) -> None:
         c2 = (f"{res['ratio']:.2f}x", res["ratio"] < LINEAR_FACTOR) if res else None
         v1 = rep.target(f"pathological {case}: 1 MiB ≤ {PATHOLOGICAL_BUDGET_S} s", fmt_time(tb), tb <= PATHOLOGICAL_BUDGET_S, c1)
         v2 = rep.target(f"pathological {case}: linear (< {LINEAR_FACTOR:g}x for 4x input)", f"{ratio:.2f}x", ratio < LINEAR_FACTOR, c2)
-        rep.add(f"| `{case}` | {fmt_time(tb)} | {fmt_time(ts)} | {ratio:.2f} | {v1} | {v2} |")
+        others = b["extra_info"].get("cpu_others")
+        rep.add(f"| `{case}` | {fmt_time(tb)} | {fmt_time(ts)} | {ratio:.2f} | {v1} | {v2} | {'' if others is None else f'{others:.2f}'} |")
     rep.add()
 
 
@@ -320,7 +329,9 @@ def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict],
         info = rows[0]["extra_info"]
         note = (
             f"{info['texts']:,} texts, {info['bytes'] / 1e6:.2f} MB, {info['tokens']:,} tokens; "
-            f"count_many on both cores: {info['bytes'] / median(baseline_of(rows)) / 1e6:.1f} MB/s."
+            f"count_many on both cores: {info['bytes'] / median(baseline_of(rows)) / 1e6:.1f} MB/s. "
+            "CPU self / others = cores' worth of CPU this process / other processes used meanwhile "
+            "(count_many should show ~2 / ~0)."
         )
     many = simple_section(rep, "### count_many: 2,000 texts of 1-8 KB, `cache=False`", rows, note=note)
     if many:
@@ -353,6 +364,20 @@ def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict],
     missed = sum(not t[2] for t in rep.targets)
     rep.add()
     rep.add(f"{len(rep.targets) - missed} of {len(rep.targets)} targets met.")
+    busy = [
+        (r["extra_info"]["contender"], r["extra_info"]["cpu_others"])
+        for rows in groups.values()
+        for r in rows
+        if (r["extra_info"].get("cpu_others") or 0) >= 0.3
+    ]
+    busy += [(k, v["cpu_others"]) for k, v in rep.paired.items() if (v.get("cpu_others") or 0) >= 0.3]
+    if busy:
+        rep.add()
+        rep.add(
+            f"Other processes used ≥ 0.3 of a core during {len(busy)} measurement(s) "
+            f"(worst {max(b[1] for b in busy):.2f} cores): those rows are noisier, and count_many "
+            "cannot reach 2x while a core is taken."
+        )
     if pytest_rc not in (None, 0):
         rep.add()
         rep.add(f"**pytest exited with {pytest_rc}**: some checks failed (see its output on stderr).")

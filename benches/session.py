@@ -126,30 +126,7 @@ class Session:
 
     def segments(self, counts: list[int] | None = None) -> list:
         """Fresh ``ctxfast.Segment`` objects (``counts``: pass them as ``tokens=``)."""
-        import ctxfast
-
-        layers = {name: ctxfast.PromptLayer.from_name(name) for name in
-                  (SYSTEM, TOOLS, CONVERSATION, TOOL_RESULT, RETRIEVED, CURRENT_TURN)}
-        Segment = ctxfast.Segment
-        out = []
-        for i, p in enumerate(self.parts):
-            meta = None
-            if p.tool_call is not None:
-                meta = {"tool": p.tool_call["name"], "arguments": p.tool_call["args"], "step": p.turn}
-            out.append(
-                Segment(
-                    p.text,
-                    layers[p.layer],
-                    p.key,
-                    p.score,
-                    tokens=None if counts is None else counts[i],
-                    recoverable=p.recoverable,
-                    stale=p.stale,
-                    group=p.group,
-                    meta=meta,
-                )
-            )
-        return out
+        return to_segments(self.parts, counts)
 
     # ---- chat messages -----------------------------------------------------------------------
 
@@ -205,6 +182,25 @@ class Session:
             else:
                 out.append({"role": role, "content": content})
         return out
+
+
+def to_segments(parts: list[Part], counts: list[int] | None = None) -> list:
+    """``ctxfast.Segment`` objects for ``parts`` (tool calls carry ``meta`` for digests)."""
+    import ctxfast
+
+    layer_of = {}
+    Segment = ctxfast.Segment
+    out = []
+    for i, p in enumerate(parts):
+        layer = layer_of.get(p.layer)
+        if layer is None:
+            layer = layer_of[p.layer] = ctxfast.PromptLayer.from_name(p.layer)
+        meta = None
+        if p.tool_call is not None:
+            meta = {"tool": p.tool_call["name"], "arguments": p.tool_call["args"], "step": p.turn}
+        out.append(Segment(p.text, layer, p.key, p.score, tokens=None if counts is None else counts[i],
+                           recoverable=p.recoverable, stale=p.stale, group=p.group, meta=meta))
+    return out
 
 
 def render_context(chunks: list[Part]) -> str:

@@ -31,6 +31,7 @@ import time
 import pytest
 
 import corpora
+import cpuload
 
 # Rounds per contender. Medians over fixed rounds keep the full run's length predictable
 # (about 1-2 minutes on 2 cores) whatever the machine's mood.
@@ -70,6 +71,7 @@ def paired(base, peer, rounds: int) -> dict:
     other having evicted its tables from the CPU caches (ctxfast's o200k automata are tens of MB).
     """
     tb, tp = [], []
+    start = cpuload.Sample.now()
     for i in range(rounds):
         for which in ((0, 1) if i % 2 == 0 else (1, 0)):
             fn, out = (base, tb) if which == 0 else (peer, tp)
@@ -82,6 +84,7 @@ def paired(base, peer, rounds: int) -> dict:
         "base_median": statistics.median(tb),
         "peer_median": statistics.median(tp),
         "rounds": rounds,
+        **cpuload.usage(start, cpuload.Sample.now()),
     }
 
 

@@ -52,16 +52,22 @@ pub struct Why {
 
 #[pymethods]
 impl Why {
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let r = |s: Option<&str>| -> String {
+            match s {
+                Some(s) => pyo3::types::PyString::new(py, s).repr().map(|r| r.to_string()).unwrap_or_default(),
+                None => "None".into(),
+            }
+        };
         format!(
-            "Why(key={:?}, status={:?}, cycle={}, rung={:?}, tokens {} -> {}{})",
-            self.key,
-            self.status,
+            "Why(key={}, status={}, cycle={}, rung={}, tokens_before={}, tokens_after={}, provenance={})",
+            r(Some(&self.key)),
+            r(Some(self.status)),
             self.cycle,
-            self.rung,
+            r(self.rung.as_deref()),
             self.tokens_before,
             self.tokens_after,
-            self.provenance.as_ref().map(|p| format!(", provenance={p:?}")).unwrap_or_default()
+            r(self.provenance.as_deref()),
         )
     }
 }
