@@ -106,8 +106,7 @@ impl Trace {
             .iter()
             .flat_map(|s| s.rows.iter().map(|r| thousands(r.delta).len()))
             .max()
-            .unwrap_or(0)
-            .max(5);
+            .unwrap_or(0);
         for s in &self.sections {
             out.push('\n');
             let floor = if s.floor.is_empty() { String::new() } else { format!("  (floor: {})", s.floor) };
