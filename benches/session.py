@@ -203,6 +203,13 @@ def to_segments(parts: list[Part], counts: list[int] | None = None) -> list:
     return out
 
 
+def user_content(open_parts: list[Part]) -> str:
+    """The chat-message content of an open turn (its chunks as a context block, then the question)."""
+    chunks = [p for p in open_parts if p.role == "chunk"]
+    (user,) = [p for p in open_parts if p.role == "user"]
+    return render_context(chunks) + "\n\n" + user.text if chunks else user.text
+
+
 def render_context(chunks: list[Part]) -> str:
     body = "\n\n".join(f"[{c.key} score={c.score:.4f}]\n{c.text}" for c in chunks)
     return f"<context>\n{body}\n</context>"

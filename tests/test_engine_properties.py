@@ -92,10 +92,15 @@ def cost(seg: Segment) -> int:
 
 @st.composite
 def budgets(draw: st.DrawFn, segs: list[Segment]) -> Budget:
+    """Mostly a ceiling between the protected set and a little over the whole request (where
+    the ladder has work to do); sometimes anything down to one token (mostly Unfittable)."""
     total = sum(cost(s) for s in segs)
-    window = draw(st.integers(1, max(1, total + total // 4 + 5)))
-    reserve = draw(st.one_of(st.just(0), st.integers(0, window - 1)))
-    return Budget(window, reserve)
+    protected = sum(cost(s) for s in segs if s.layer in PROTECTED)
+    high = max(1, total + total // 4 + 5)
+    ceiling = draw(st.one_of(st.integers(max(1, protected), high), st.integers(max(1, protected), high),
+                             st.integers(1, high)))
+    reserve = draw(st.one_of(st.just(0), st.integers(0, 4000)))
+    return Budget(ceiling + reserve, reserve)
 
 
 @st.composite
@@ -310,6 +315,9 @@ def test_context_window_order(case: tuple[list[Segment], Budget]) -> None:
     """Conversation (with tool results and summaries) oldest first, then retrieved by score."""
     segs, budget = case
     f = run(segs, budget, Policy.context_window())
+    # No floors: it is unfittable exactly when the protected units alone are over the ceiling.
+    protected_tokens = sum(u.tokens for u in units_of(segs) if u.protected)
+    assert isinstance(f, ctxfast.Unfittable) == (protected_tokens > budget.ceiling)
     if not isinstance(f, ctxfast.Fit):
         return
     units = [u for u in units_of(segs) if not u.protected]
@@ -332,11 +340,14 @@ def test_ranked_order_and_pinned_last_exchanges(keep_last: int, case: tuple[list
     """One sort by (recoverable, stale, relevance, size); the last N exchanges never go."""
     segs, budget = case
     f = run(segs, budget, Policy.ranked(keep_last))
-    if not isinstance(f, ctxfast.Fit):
-        return
     units = [u for u in units_of(segs) if not u.protected]
     exchanges = [u for u in units if u.exchange]
     pinned = {u.name for u in exchanges[max(0, len(exchanges) - keep_last):]} if keep_last else set()
+    # Unfittable exactly when the protected units plus the pinned exchanges are over.
+    floor = sum(u.tokens for u in units_of(segs) if u.protected or u.name in pinned)
+    assert isinstance(f, ctxfast.Unfittable) == (floor > budget.ceiling)
+    if not isinstance(f, ctxfast.Fit):
+        return
     candidates = sorted((u for u in units if u.name not in pinned), key=rank_key)
     removed = [u for _, u in removal_units(f, segs)]
     assert_removed_prefix(removed, candidates)
@@ -538,6 +549,14 @@ def test_separator_join_after_punctuation_and_newline_o200k(texts: list[str], se
     assert separator.join(texts) == joined
     f = fit([Segment(t) for t in texts], Budget(100), tokenizer=tok, separator=separator)
     assert f.total == tok.count(joined)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: o200k join repair, see above: the sent text is over the ceiling")
+def test_joined_payload_under_the_o200k_join_bug_is_really_under_the_ceiling() -> None:
+    """The consequence of the bug: fit() reports 3 tokens on a ceiling of 3 and sends 4."""
+    tok = Tokenizer.default()
+    f = fit([Segment("a!\n", L.SYSTEM), Segment("/b", key="b")], Budget(3), tokenizer=tok, separator="")
+    assert tok.count("".join(f.texts())) <= f.ceiling
 
 
 @pytest.mark.parametrize("separator", SEPARATORS)

@@ -80,6 +80,7 @@ impl Policy {
             "troubleshooting" => Ok(Self::named("troubleshooting", presets::troubleshooting())),
             "seven_tier" => Ok(Self::named("seven_tier", presets::seven_tier(3))),
             "ranked" => Ok(Self::named("ranked", presets::ranked(2))),
+            "agent" => Ok(Self::named("agent", presets::agent(2))),
             other => Err(error(
                 py,
                 Kind::InvalidArgument,
@@ -121,7 +122,16 @@ impl Policy {
         Ok(Self::named("ranked", presets::ranked(k)))
     }
 
-    /// A preset by name: "context_window", "troubleshooting", "seven_tier", "ranked".
+    /// Digest old tool exchanges (keeping the last `keep_last`), then drop exchanges oldest
+    /// first, then retrieved lowest score first. The adapters' default.
+    #[staticmethod]
+    #[pyo3(signature = (keep_last=None))]
+    fn agent(keep_last: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let k = keep_last.map(|k| args::count_arg(k, "keep_last")).transpose()?.unwrap_or(2);
+        Ok(Self::named("agent", presets::agent(k)))
+    }
+
+    /// A preset by name: "context_window", "troubleshooting", "seven_tier", "ranked", "agent".
     #[staticmethod]
     fn preset(name: &Bound<'_, PyAny>) -> PyResult<Self> {
         Self::by_name(name.py(), args::text(name, "name")?)

@@ -83,4 +83,22 @@ pub fn ranked(keep_last: usize) -> Policy {
     Policy { rungs: vec![all], protected: Layer::PROTECTED, labels: Policy::default_labels() }
 }
 
-pub const PRESET_NAMES: [&str; 4] = ["context_window", "troubleshooting", "seven_tier", "ranked"];
+/// For agent transcripts (the adapters' default): first replace old tool exchanges by their
+/// digests (keeping the last `keep_last` exchanges verbatim), then drop whole exchanges oldest
+/// first, then retrieved lowest score first. A tool call never loses its result: the exchange
+/// goes whole, or is replaced whole by its record.
+pub fn agent(keep_last: usize) -> Policy {
+    let mut digest = rung("tool_exchanges.digest_oldest", &[Layer::ToolResult], Order::Oldest, Action::Digest);
+    digest.floor = Floor { keep_last, ..Floor::default() };
+    Policy {
+        rungs: vec![
+            digest,
+            rung("exchanges.drop_oldest", &HISTORY, Order::Oldest, Action::Drop),
+            rung("retrieved.lowest_score_first", &[Layer::Retrieved], Order::LowestScore, Action::Drop),
+        ],
+        protected: Layer::PROTECTED,
+        labels: Policy::default_labels(),
+    }
+}
+
+pub const PRESET_NAMES: [&str; 5] = ["context_window", "troubleshooting", "seven_tier", "ranked", "agent"];

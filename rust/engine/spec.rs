@@ -338,6 +338,7 @@ mod tests {
             ("troubleshooting", presets::troubleshooting()),
             ("seven_tier", presets::seven_tier(3)),
             ("ranked", presets::ranked(2)),
+            ("agent", presets::agent(2)),
         ] {
             let v = to_value(Some(name), &p);
             let (n, back) = from_value(&v).unwrap();
