@@ -309,9 +309,13 @@ class _Ladder:
         over = max(self.sum - self.ceiling, 0)
         if before <= rung.min_tokens or over == 0:
             return False
-        target = max(before - over, rung.min_tokens)
+        # a caller-given count may cover more than the text (message framing): that overhead
+        # stays with the shortened body
+        given = self.items[m].tokens
+        overhead = max(given - self.counter.count(self.items[m].text), 0) if given is not None else 0
+        target = max(max(before - over, rung.min_tokens) - overhead, 0)
         cut = self.counter.truncate(self.texts.get(m, self.items[m].text), target)
-        after = self.counter.count(cut)
+        after = self.counter.count(cut) + overhead
         if after >= before:
             return False
         self.tokens[m] = after

@@ -738,11 +738,6 @@ def test_segment_counts_are_memoised_for_the_native_tokenizer() -> None:
     assert (info.misses, info.hits) == (5, after_first.hits + 5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a plain callable is wrapped in a fresh Tokenizer (fresh cache, fresh id) on every fit(), "
-    "so the same segments are counted again on every call",
-)
 def test_a_plain_callable_does_not_recount_the_same_segments() -> None:
     calls: list[str] = []
 
@@ -765,11 +760,6 @@ def test_equal_scores_are_broken_by_position() -> None:
     assert [e.segment.key for e in f.evicted] == ["c0", "c1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: scores are compared with f64::total_cmp, which puts -0.0 before 0.0, so an equal "
-    "(negative-zero) score later in the request is evicted first instead of by position",
-)
 def test_negative_zero_score_ties_with_zero() -> None:
     segs = [
         Segment("s", L.SYSTEM, tokens=1),

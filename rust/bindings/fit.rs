@@ -18,6 +18,36 @@ use crate::engine::{self, rank, Counter, FitError, FitOutcome, Kept, Layer, Segm
 use crate::error::{CtxError, CtxResult};
 use crate::tokenize::{Encoding, TokenCounter};
 
+/// Wrappers made for plain callables, so the same callable keeps one cache (and the segments'
+/// remembered counts stay valid) across calls. Bounded: cleared when it grows past this.
+const CALLABLE_WRAPPERS_MAX: usize = 256;
+
+fn wrap_callable<'py>(py: Python<'py>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Tokenizer>> {
+    // `tok.count` (a bound method of a ctxfast Tokenizer) is that tokenizer: count natively.
+    if let Ok(owner) = func.getattr("__self__") {
+        if let Ok(tok) = owner.cast_into::<Tokenizer>() {
+            if func.getattr("__name__").is_ok_and(|n| n.eq("count").unwrap_or(false)) {
+                return Ok(tok);
+            }
+        }
+    }
+    static WRAPPERS: pyo3::sync::PyOnceLock<Py<PyDict>> = pyo3::sync::PyOnceLock::new();
+    let cache = WRAPPERS.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+    if func.hash().is_ok() {
+        if let Some(tok) = cache.get_item(func)? {
+            return Ok(tok.cast_into::<Tokenizer>()?);
+        }
+    }
+    let tok = py.get_type::<Tokenizer>().call_method1("from_callable", (func,))?.cast_into::<Tokenizer>()?;
+    if func.hash().is_ok() {
+        if cache.len() >= CALLABLE_WRAPPERS_MAX {
+            cache.clear();
+        }
+        cache.set_item(func, &tok)?;
+    }
+    Ok(tok)
+}
+
 /// The tokenizer argument: a Tokenizer, a `str -> int` callable, or None for the embedded one.
 pub fn resolve_tokenizer<'py>(py: Python<'py>, tokenizer: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Tokenizer>> {
     match tokenizer {
@@ -26,8 +56,7 @@ pub fn resolve_tokenizer<'py>(py: Python<'py>, tokenizer: Option<&Bound<'py, PyA
                 return Ok(tok.clone());
             }
             if t.is_callable() {
-                let tok = py.get_type::<Tokenizer>().call_method1("from_callable", (t,))?;
-                return Ok(tok.cast_into::<Tokenizer>()?);
+                return wrap_callable(py, t);
             }
             Err(args::wrong_type(t, "tokenizer", "a ctxfast.Tokenizer or a callable str -> int"))
         }
@@ -340,6 +369,7 @@ pub fn raise_unfittable(py: Python<'_>, u: &engine::Unfittable) -> PyErr {
 }
 
 /// Runs the ladder with whichever counter the tokenizer has.
+#[allow(clippy::too_many_arguments)]
 pub fn run_ladder(
     py: Python<'_>,
     tok: &Tokenizer,
@@ -348,12 +378,13 @@ pub fn run_ladder(
     budget: &engine::Budget,
     policy: &engine::Policy,
     separator: Option<&str>,
+    framing: usize,
 ) -> PyResult<FitOutcome> {
     let result = match (tok.native_counter(), tok.callable()) {
-        (Some(c), _) => py.detach(|| engine::fit(data, counts, budget, policy, c.as_ref(), separator)),
+        (Some(c), _) => py.detach(|| engine::fit(data, counts, budget, policy, c.as_ref(), separator, framing)),
         (None, Some(_)) => {
             let counter = callable_counter(py, tok)?;
-            let r = engine::fit(data, counts, budget, policy, &counter, separator);
+            let r = engine::fit(data, counts, budget, policy, &counter, separator, framing);
             counter.take_failure()?;
             r
         }
@@ -466,9 +497,11 @@ pub fn build_fit(
     })
 }
 
-/// Fits `segments` under `budget` by `policy`; see SPEC section 5.
+/// Fits `segments` under `budget` by `policy`; see SPEC section 5. `framing` is what each
+/// segment the ladder creates (a digest record) costs beyond its text, e.g. a chat message's
+/// framing, so the projection stays exact for adapters.
 #[pyfunction]
-#[pyo3(signature = (segments, budget, policy=None, tokenizer=None, separator=None))]
+#[pyo3(signature = (segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None))]
 pub fn fit(
     py: Python<'_>,
     segments: &Bound<'_, PyAny>,
@@ -476,7 +509,9 @@ pub fn fit(
     policy: Option<&Bound<'_, PyAny>>,
     tokenizer: Option<&Bound<'_, PyAny>>,
     separator: Option<&Bound<'_, PyAny>>,
+    framing: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Fit> {
+    let framing = framing.filter(|f| !f.is_none()).map(|f| args::count_arg(f, "framing")).transpose()?.unwrap_or(0);
     let segs = segments_arg(segments)?;
     let budget = budget.cast::<Budget>().map_err(|_| args::wrong_type(budget, "budget", "a ctxfast.Budget"))?;
     let policy = policy_arg(py, policy)?;
@@ -489,7 +524,7 @@ pub fn fit(
     let counts = settle_counts(py, tok_ref, &segs)?;
     let data: Vec<&SegmentData> = segs.iter().map(|s| s.get().data.as_ref()).collect();
     let policy_ref = &policy.get().inner;
-    let out = run_ladder(py, tok_ref, &data, &counts, &budget.get().inner, policy_ref, sep)?;
+    let out = run_ladder(py, tok_ref, &data, &counts, &budget.get().inner, policy_ref, sep, framing)?;
     build_fit(py, &segs, policy_ref, tok_ref.counter_id(), out)
 }
 

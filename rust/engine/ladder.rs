@@ -179,6 +179,8 @@ struct Ladder<'a> {
     counter: &'a dyn Counter,
     ceiling: usize,
     sep_tokens: usize,
+    /// What a segment the ladder creates (a digest) costs beyond its text: message framing.
+    framing: usize,
     units: Vec<Unit>,
     seg_tokens: Vec<usize>,
     seg_alive: Vec<bool>,
@@ -303,10 +305,16 @@ impl<'a> Ladder<'a> {
         if before <= min_tokens || over == 0 {
             return Ok(false);
         }
-        let target = before.saturating_sub(over).max(min_tokens);
+        // A caller-given count covers more than the text (message framing, say): that overhead
+        // stays with the shortened body.
+        let overhead = match self.segs[m].tokens {
+            Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
+            None => 0,
+        };
+        let target = before.saturating_sub(over).max(min_tokens).saturating_sub(overhead);
         let text = self.seg_text[m].as_deref().unwrap_or(&self.segs[m].text);
         let cut = self.counter.truncate(text, target)?;
-        let after = self.counter.count(&cut)?;
+        let after = self.counter.count(&cut)? + overhead;
         if after >= before {
             return Ok(false);
         }
@@ -335,7 +343,7 @@ impl<'a> Ladder<'a> {
         let tokens: Vec<usize> = alive.iter().map(|&m| self.seg_tokens[m]).collect();
         let ordinal = self.units.iter().take(u + 1).filter(|x| x.exchange).count();
         let text = digest_text(&members, &tokens, ordinal);
-        let d_tokens = self.counter.count(&text)?;
+        let d_tokens = self.counter.count(&text)? + self.framing;
         let unit_tokens: usize = tokens.iter().sum();
         let saved_joins = self.sep_tokens * alive.len().saturating_sub(1);
         if d_tokens >= unit_tokens + saved_joins {
@@ -374,7 +382,9 @@ impl<'a> Ladder<'a> {
         if rung.floor.keep_top > 0 {
             let mut by_score = eligible.clone();
             by_score.sort_by(|&a, &b| {
-                self.units[b].score.total_cmp(&self.units[a].score).then(self.units[a].position.cmp(&self.units[b].position))
+                (self.units[b].score + 0.0)
+                    .total_cmp(&(self.units[a].score + 0.0))
+                    .then(self.units[a].position.cmp(&self.units[b].position))
             });
             floor_kept.extend(by_score.iter().take(rung.floor.keep_top));
         }
@@ -492,6 +502,7 @@ pub fn fit(
     policy: &Policy,
     counter: &dyn Counter,
     separator: Option<&str>,
+    framing: usize,
 ) -> Result<FitOutcome, FitError> {
     let sep_tokens = match separator {
         Some(s) if !s.is_empty() => counter.count(s)?,
@@ -508,6 +519,7 @@ pub fn fit(
         counter,
         ceiling,
         sep_tokens,
+        framing,
         units: build_units(segs, policy),
         seg_tokens: counts.to_vec(),
         seg_alive: vec![true; segs.len()],

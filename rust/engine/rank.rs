@@ -16,15 +16,17 @@ pub struct RankKey {
 
 pub fn compare(order: Order, a: &RankKey, b: &RankKey) -> Ordering {
     let by_position = a.position.cmp(&b.position);
+    // -0.0 and 0.0 are the same relevance (total_cmp alone would order them).
+    let by_score = || (a.score + 0.0).total_cmp(&(b.score + 0.0));
     match order {
         Order::Oldest => by_position,
         Order::Newest => by_position.reverse(),
-        Order::LowestScore => a.score.total_cmp(&b.score).then(by_position),
+        Order::LowestScore => by_score().then(by_position),
         Order::Largest => b.tokens.cmp(&a.tokens).then(by_position),
         Order::Rank => (!a.recoverable)
             .cmp(&!b.recoverable)
             .then((!a.stale).cmp(&!b.stale))
-            .then(a.score.total_cmp(&b.score))
+            .then(by_score())
             .then(b.tokens.cmp(&a.tokens))
             .then(by_position),
     }
@@ -110,5 +112,11 @@ mod tests {
             assert_eq!(sort_indices(order, &keys), vec![0, 1, 2, 3, 4]);
         }
         assert_eq!(sort_indices(Order::Newest, &keys), vec![4, 3, 2, 1, 0]);
+        let signed: Vec<RankKey> = [0.0, -0.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| RankKey { position: i, tokens: 10, score: s, recoverable: false, stale: false })
+            .collect();
+        assert_eq!(sort_indices(Order::LowestScore, &signed), vec![0, 1]);
     }
 }

@@ -40,7 +40,7 @@ fn scored(layer: Layer, tokens: usize, score: f64, key: &str) -> SegmentData {
 fn run(segs: &[SegmentData], budget: &Budget, policy: &Policy) -> Result<FitOutcome, FitError> {
     let refs: Vec<&SegmentData> = segs.iter().collect();
     let counts: Vec<usize> = segs.iter().map(|s| s.tokens.unwrap_or(0)).collect();
-    fit(&refs, &counts, budget, policy, &Words, None)
+    fit(&refs, &counts, budget, policy, &Words, None, 0)
 }
 
 fn ok(r: Result<FitOutcome, FitError>) -> FitOutcome {
@@ -257,7 +257,7 @@ fn truncate_reclaims_exactly_the_remainder() {
     let mut policy = troubleshooting();
     policy.rungs[1].floor.keep_top = 0;
     policy.rungs.remove(1);
-    let out = match fit(&refs, &counts, &budget, &policy, &Words, None) {
+    let out = match fit(&refs, &counts, &budget, &policy, &Words, None, 0) {
         Ok(o) => o,
         Err(_) => panic!("should fit"),
     };
@@ -289,7 +289,7 @@ fn digest_replaces_a_tool_exchange_with_a_record() {
         protected: Layer::PROTECTED,
         labels: Policy::default_labels(),
     };
-    let out = match fit(&refs, &counts, &Budget::new(100, 0, [None; 8]).unwrap(), &policy, &Words, None) {
+    let out = match fit(&refs, &counts, &Budget::new(100, 0, [None; 8]).unwrap(), &policy, &Words, None, 0) {
         Ok(o) => o,
         Err(_) => panic!("should fit"),
     };
@@ -308,7 +308,7 @@ fn joined_payload_counts_separators_once_authoritatively() {
     ];
     let refs: Vec<&SegmentData> = segs.iter().collect();
     let counts = vec![2, 1, 2];
-    let out = match fit(&refs, &counts, &Budget::new(100, 0, [None; 8]).unwrap(), &context_window(), &Words, Some(" | ")) {
+    let out = match fit(&refs, &counts, &Budget::new(100, 0, [None; 8]).unwrap(), &context_window(), &Words, Some(" | "), 0) {
         Ok(o) => o,
         Err(_) => panic!("should fit"),
     };

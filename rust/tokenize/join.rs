@@ -1,9 +1,10 @@
 //! The exact count of texts joined by a separator, without re-tokenizing the texts.
 //!
-//! For the OpenAI encodings, a position that follows a line feed and holds a non-whitespace
-//! character always starts a new pre-tokenization piece, whatever came before or comes after:
-//! every piece that can contain a line feed ends in whitespace, and no piece starts with one
-//! that could extend backwards over it. BPE never merges across pieces, so a text's count is
+//! For the OpenAI encodings, a position that follows a line feed and holds a character that is
+//! neither whitespace nor '/' always starts a new pre-tokenization piece, whatever came before
+//! or comes after: every piece that can contain a line feed ends in whitespace, except o200k's
+//! punctuation piece, which may run on over line feeds and slashes (`!\n/` is one piece), and
+//! no piece starts with one that could extend backwards over it. BPE never merges across pieces, so a text's count is
 //! additive over the regions between such "anchors". Joining texts therefore only changes the
 //! count of the region that straddles each join: from the last anchor of one text, through the
 //! separator, to the first anchor of the next. Those regions (usually a line or two) are all
@@ -12,11 +13,14 @@
 
 use crate::error::CtxResult;
 
-/// Is byte offset `i` of `joined` (given as a chain of parts) an anchor? Used on one string.
+/// Can a piece start at this character when a line feed precedes it, whatever came before?
+fn anchors(c: char) -> bool {
+    !c.is_whitespace() && c != '/'
+}
+
+/// Is byte offset `i` of `text` an anchor?
 fn is_anchor(text: &str, i: usize) -> bool {
-    i > 0
-        && text.as_bytes().get(i - 1) == Some(&b'\n')
-        && text[i..].chars().next().is_some_and(|c| !c.is_whitespace())
+    i > 0 && text.as_bytes().get(i - 1) == Some(&b'\n') && text[i..].chars().next().is_some_and(anchors)
 }
 
 fn first_anchor(text: &str) -> Option<usize> {
@@ -51,9 +55,7 @@ pub fn count_joined(
             pending.push_str(sep);
         }
         // The start of a text is itself an anchor when the separator ended in a line feed.
-        let starts_anchored = i > 0
-            && pending.ends_with('\n')
-            && text.chars().next().is_some_and(|c| !c.is_whitespace());
+        let starts_anchored = i > 0 && pending.ends_with('\n') && text.chars().next().is_some_and(anchors);
         if starts_anchored {
             total += count(&pending)?;
             pending.clear();
@@ -104,5 +106,10 @@ mod tests {
         check(&["abc\n", "def\n", "ghi\n"], "");
         check(&["12\n34", "56\n78"], "");
         check(&["  \n  \n", "\n\n  x"], "\n");
+        // o200k's punctuation piece runs over line feeds onto slashes.
+        check(&["a!", "/b"], "\n");
+        check(&["a!\n", "/b"], "");
+        check(&["print(x)\n", "//comment\n/x\n//y"], "");
+        check(&["x;\n//a\n/\n/b", "c"], "\n");
     }
 }

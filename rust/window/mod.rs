@@ -325,13 +325,13 @@ impl Window {
             Some(w) if held > budget.ceiling() && w < 1.0 => {
                 let low = ((budget.ceiling() as f64) * w).floor() as usize;
                 let low_budget = Budget::new(low.max(1) + self.reserve, self.reserve, [None; 8])?;
-                match engine::fit(&segs, &counts, &low_budget, &self.policy, counter, None) {
+                match engine::fit(&segs, &counts, &low_budget, &self.policy, counter, None, 0) {
                     Ok(o) => o,
-                    Err(FitError::Unfittable(_)) => engine::fit(&segs, &counts, &budget, &self.policy, counter, None)?,
+                    Err(FitError::Unfittable(_)) => engine::fit(&segs, &counts, &budget, &self.policy, counter, None, 0)?,
                     Err(e) => return Err(e),
                 }
             }
-            _ => engine::fit(&segs, &counts, &budget, &self.policy, counter, None)?,
+            _ => engine::fit(&segs, &counts, &budget, &self.policy, counter, None, 0)?,
         };
         let mut changes = Changes::default();
         self.apply(&ids, &outcome, &mut changes)?;
