@@ -74,6 +74,12 @@ def outcome(e: dict) -> str:
     return f"{s} ({note})" if note else s
 
 
+def load(e: dict) -> str:
+    """Cores' worth of CPU other processes used during the row (conftest's cpuload), if known."""
+    others = e.get("cpu_others")
+    return "" if others is None else f"{others:.2f}"
+
+
 def run_benchmarks(json_path: Path, extra: list[str]) -> None:
     cmd = [sys.executable, "-m", "pytest", str(BENCH_FILE), "-q", "-p", "no:cacheprovider",
            f"--benchmark-json={json_path}", "--benchmark-columns=median,rounds", *extra]
@@ -105,7 +111,8 @@ def build_report(data: dict) -> tuple[str, list[tuple[str, bool]]]:
     lines.append("")
     lines.append(f"Machine: {mi.get('cpu', {}).get('brand_raw', '?')}, {os.cpu_count()} cores visible, "
                  f"Python {mi.get('python_version', '?')}; {data.get('datetime', '')}. "
-                 "Medians of fixed rounds; ratios are the peer's median over the ctxfast row's median.")
+                 "Medians of fixed rounds; ratios are the peer's median over the ctxfast row's median; "
+                 "\"other load\" = cores' worth of CPU used by other processes during the row.")
     lines.append("")
     summary: dict[str, list[tuple[float, bool, str]]] = {}
     for scenario in ["warm-10k", "warm-t60", "scratch", "langchain"]:
@@ -119,8 +126,8 @@ def build_report(data: dict) -> tuple[str, list[tuple[str, bool]]]:
         lines.append(f"### {SCENARIO_TITLES[scenario]}" + (f" — {size}" if size and scenario == "warm-10k" else ""))
         lines.append("")
         tcol = f"≥{target[1]:g}× ({target[0]})" if target else "target"
-        lines.append(f"| policy | ceiling | contender | outcome | median | × ctxfast | interleaved | count calls | {tcol} |")
-        lines.append("|---|---:|---|---|---:|---:|---:|---|---|")
+        lines.append(f"| policy | ceiling | contender | outcome | median | × ctxfast | interleaved | count calls | other load | {tcol} |")
+        lines.append("|---|---:|---|---|---:|---:|---:|---|---:|---|")
         for policy, ceiling, rows in cases:
             base = [r for r in rows if r["extra_info"].get("baseline")]
             if len(base) != 1:
@@ -148,7 +155,7 @@ def build_report(data: dict) -> tuple[str, list[tuple[str, bool]]]:
                 lines.append(
                     f"| {policy if first else ''} | {f'{ceiling // 1000}k' if first else ''} | {e['contender']} | "
                     f"{outcome(e)} | {fmt_time(med)} | {'—' if e.get('baseline') else fmt_ratio(ratio)} | {inter} | "
-                    f"{count_calls(e)} | {verdict} |")
+                    f"{count_calls(e)} | {load(e)} | {verdict} |")
         lines.append("")
     lines.append("### Targets")
     lines.append("")

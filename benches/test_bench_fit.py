@@ -491,11 +491,12 @@ def test_langchain(benchmark, lc_case, t60, enc, quick, ceiling, contender):
             kept, total = loop(lc_case["dicts"], t60.tools_json, ceiling)
             return loop, kept, total
 
+        _tag(benchmark, group, contender, False, scenario="langchain", ceiling=ceiling)
         loop, kept, total = benchmark.pedantic(fn, rounds=rounds, warmup_rounds=0)
         out = _lc_outcome(kept, total - lc_case["tools_tokens"], ceiling, lc_case["tools_tokens"],
                           kept[-1] is lc_case["dicts"][-1])
-        _tag(benchmark, group, contender, False, scenario="langchain", ceiling=ceiling, outcome=out.status,
-             total=out.total, kept=out.kept, note=out.note, counter_calls=loop.calls, texts_tokenized=loop.tokenized)
+        benchmark.extra_info.update(outcome=out.status, total=out.total, kept=out.kept, note=out.note,
+                                    counter_calls=loop.calls, texts_tokenized=loop.tokenized)
         return
     _tag(benchmark, group, contender, False, scenario="langchain", ceiling=ceiling, outcome=out.status,
          total=out.total, kept=out.kept, note=out.note, **extra)

@@ -1,0 +1,159 @@
+"""What the provider adapters share: messages in, segments through one ``fit``, messages out.
+
+Each adapter turns its provider's messages into ``Message`` records: a layer, an exchange group,
+the strings that are tokenized and the framing the provider adds. The strings of the whole
+request are counted in one ``count_many`` call, each message becomes one ``Segment`` whose
+``tokens=`` is its full cost (text plus framing), and the ladder runs once in Rust. Kept messages
+come back as the caller's own objects, unchanged. A digest comes back as a new message, and so
+does a truncated message (a copy with shorter text).
+
+Grouping is what keeps a payload valid. An exchange runs from a user message through every
+assistant and tool message that follows it, up to the next user message. It is one eviction unit,
+so a tool call never loses its result: the exchange leaves whole, or a digest replaces it whole.
+Everything from the last user message onward is the current turn, which is protected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxfast._core import Budget, Fit, Policy, PromptLayer, Segment, Tokenizer, fit
+from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
+
+
+@dataclass
+class Message:
+    """One provider message, as the ladder sees it."""
+
+    index: int
+    layer: PromptLayer
+    group: str | None
+    #: What a digest summarises and a truncate rung shortens (the message's main text).
+    text: str
+    #: Every string the provider renders for this message (text included), each tokenized.
+    counted: list[str] = field(default_factory=list)
+    #: Tokens the provider adds beyond those strings (message framing, image estimates...).
+    framing: int = 0
+    meta: dict[str, Any] | None = None
+
+
+def resolve_tokenizer(tokenizer: Tokenizer | Callable[[str], int] | None) -> Tokenizer:
+    if tokenizer is None:
+        return Tokenizer.default()
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if callable(tokenizer):
+        return Tokenizer.from_callable(tokenizer)
+    raise ArgumentTypeError(
+        f"argument 'tokenizer' must be a ctxfast.Tokenizer or a callable str -> int, "
+        f"not {type(tokenizer).__name__}"
+    )
+
+
+def resolve_policy(policy: Policy | str | None) -> Policy:
+    if policy is None:
+        return Policy.agent()
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, str):
+        return Policy.preset(policy)
+    raise ArgumentTypeError(
+        f"argument 'policy' must be a ctxfast.Policy or a preset name, not {type(policy).__name__}"
+    )
+
+
+def resolve_budget(budget: Budget | int) -> Budget:
+    if isinstance(budget, Budget):
+        return budget
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        return Budget(budget)
+    raise ArgumentTypeError(
+        f"argument 'budget' must be a ctxfast.Budget or an int, not {type(budget).__name__}"
+    )
+
+
+def assign_exchanges(
+    roles: Sequence[str],
+    starts_exchange: Callable[[int], bool],
+    pin_first_user: bool,
+) -> tuple[list[str | None], int | None, int | None]:
+    """Group indices into exchanges: returns (group per message, current-turn start, pinned index).
+
+    ``roles[i]`` is "system", "user" or anything else; ``starts_exchange(i)`` says whether a user
+    message opens a new exchange (a message holding only tool results does not).
+    """
+    groups: list[str | None] = []
+    n = 0
+    current_start = None
+    first_user = None
+    for i, role in enumerate(roles):
+        if role == "system":
+            groups.append(None)
+            continue
+        if role == "user" and starts_exchange(i):
+            n += 1
+            current_start = i
+            if first_user is None:
+                first_user = i
+        groups.append(f"ex{n}")
+    pinned = first_user if pin_first_user and first_user != current_start else None
+    return groups, current_start, pinned
+
+
+def fit_messages(
+    messages: Sequence[Any],
+    records: list[Message],
+    fixed: list[tuple[str, PromptLayer, int]],
+    budget: Budget | int,
+    policy: Policy | str | None,
+    tokenizer: Tokenizer | Callable[[str], int] | None,
+    *,
+    digest_framing: int,
+    make_digest: Callable[[str], Any],
+    with_text: Callable[[Any, str], Any],
+) -> tuple[list[Any], Fit]:
+    """Count every string in one batch, fit once, and rebuild the message list.
+
+    ``fixed`` holds costs that are always sent (tool schemas, reply priming) as
+    (label, layer, tokens). ``make_digest(text)`` builds the provider message that stands in for
+    a digested exchange, and ``with_text(message, text)`` copies a message with shorter text.
+    """
+    tok = resolve_tokenizer(tokenizer)
+    strings = [s for r in records for s in r.counted]
+    counts = tok.count_many(strings) if strings else []
+    segments: list[Segment] = []
+    at = 0
+    for r in records:
+        cost = r.framing + int(sum(counts[at : at + len(r.counted)]))
+        at += len(r.counted)
+        meta = dict(r.meta or {})
+        meta["index"] = r.index
+        segments.append(Segment(r.text, r.layer, group=r.group, tokens=cost, meta=meta))
+    for label, layer, tokens in fixed:
+        if tokens > 0:
+            segments.append(Segment(label, layer, tokens=tokens, meta={"fixed": label}))
+    if not segments:
+        raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
+    result = fit(
+        segments,
+        resolve_budget(budget),
+        resolve_policy(policy),
+        tok,
+        framing=digest_framing,
+    )
+    text_of = {r.index: r.text for r in records}
+    out: list[Any] = []
+    for seg in result.kept:
+        meta = seg.meta if isinstance(seg.meta, dict) else {}
+        if "fixed" in meta:
+            continue
+        index = meta.get("index")
+        if index is None:
+            out.append(make_digest(seg.text))
+        elif seg.text == text_of.get(index):
+            out.append(messages[index])
+        else:
+            out.append(with_text(messages[index], seg.text))
+    return out, result
