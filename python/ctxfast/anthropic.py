@@ -1,0 +1,199 @@
+"""Anthropic Messages payloads: ``system``, ``messages`` with ``tool_use`` / ``tool_result``
+content blocks, and ``tools``.
+
+How exact the counts are: **these are estimates.** Claude 3 and later have no public tokenizer.
+Anthropic's own ``count_tokens`` endpoint is documented as an estimate too. By default ctxfast
+counts text with the embedded o200k_base vocabulary. Pass ``tokenizer=`` to use something
+closer, such as a callable backed by your own calibration. On top of the text:
+
+- each message costs ``TOKENS_PER_MESSAGE`` (3) framing tokens (uncalibrated);
+- ``tool_use`` blocks count their name and their JSON input; ``tool_result`` blocks count
+  their content;
+- with ``tools``, each tool counts its JSON schema. When you pass ``model=``, the tool-use
+  system prompt Anthropic documents for that model is added (``TOOL_SYSTEM_PROMPT``, from its
+  2026 table);
+- images count ``IMAGE_TOKENS`` (1,600, a large image).
+
+Leave a margin in ``Budget.reserve`` for the difference.
+
+What is guaranteed:
+
+- a ``tool_result`` never precedes its ``tool_use``: the exchange holding them leaves whole, or
+  a digest replaces it whole;
+- ``system`` and the current turn are never dropped;
+- the payload still starts with a user message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ctxfast import _payload
+from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
+from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
+from ctxfast._payload import Message, assign_exchanges
+
+__all__ = ["fit_messages", "TOOL_SYSTEM_PROMPT", "TOKENS_PER_MESSAGE"]
+
+TOKENS_PER_MESSAGE = 3
+IMAGE_TOKENS = 1600
+#: Tool-use system prompt tokens by model prefix: (auto/none, any/tool), Anthropic's 2026 table.
+TOOL_SYSTEM_PROMPT: dict[str, tuple[int, int]] = {
+    "claude-sonnet-5": (354, 474),
+    "claude-opus-4-8": (290, 410),
+    "claude-opus-4-7": (675, 804),
+    "claude-opus-4-6": (497, 589),
+    "claude-sonnet-4-6": (497, 589),
+    "claude-opus-4-5": (496, 588),
+    "claude-sonnet-4-5": (496, 588),
+    "claude-haiku-4-5": (496, 588),
+    "claude-opus-4-1": (313, 315),
+    "claude-opus-4": (313, 315),
+    "claude-sonnet-4": (313, 315),
+    "claude-3-7-sonnet": (346, 313),
+    "claude-3-5-haiku": (264, 355),
+}
+
+
+def _tool_prompt(model: str | None, tool_choice: str) -> int:
+    if not model:
+        return 0
+    for prefix in sorted(TOOL_SYSTEM_PROMPT, key=len, reverse=True):
+        if model.startswith(prefix):
+            auto, forced = TOOL_SYSTEM_PROMPT[prefix]
+            return forced if tool_choice in ("any", "tool") else auto
+    return 0
+
+
+def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        for j, b in enumerate(content):
+            if not isinstance(b, dict) or "type" not in b:
+                raise ArgumentTypeError(f"{where}.content[{j}] must be a content block dict with a 'type'")
+        return content
+    raise ArgumentTypeError(f"{where}.content must be a str or a list of blocks, not {type(content).__name__}")
+
+
+def _block_strings(block: dict[str, Any]) -> tuple[list[str], int]:
+    kind = block["type"]
+    if kind == "text":
+        return [str(block.get("text", ""))], 0
+    if kind == "tool_use":
+        return [str(block.get("name", "")), json.dumps(block.get("input", {}), sort_keys=True)], 0
+    if kind == "tool_result":
+        inner = block.get("content", "")
+        if isinstance(inner, str):
+            return [inner], 0
+        strings: list[str] = []
+        extra = 0
+        for b in inner or ():
+            s, e = _block_strings(b) if isinstance(b, dict) and "type" in b else ([str(b)], 0)
+            strings += s
+            extra += e
+        return strings, extra
+    if kind in ("image", "document"):
+        return [], IMAGE_TOKENS
+    if kind in ("thinking", "redacted_thinking"):
+        # Earlier turns' thinking blocks are not counted by the API.
+        return [], 0
+    return [json.dumps(block, sort_keys=True)], 0
+
+
+def _system_text(system: Any) -> str:
+    if system is None:
+        return ""
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    raise ArgumentTypeError(f"argument 'system' must be a str, a list of text blocks or None, not {type(system).__name__}")
+
+
+def fit_messages(
+    system: str | list[dict[str, Any]] | None,
+    messages: Sequence[dict[str, Any]],
+    budget: Budget | int,
+    *,
+    tools: Sequence[dict[str, Any]] | None = None,
+    policy: Policy | str | None = None,
+    tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    model: str | None = None,
+    tool_choice: str = "auto",
+    pin_first_user: bool = False,
+) -> tuple[list[dict[str, Any]], Fit]:
+    """Fit a Messages request under ``budget``; returns ``(messages, fit)``.
+
+    ``system`` is never dropped, and it is counted in ``fit.total``. Kept messages are the
+    caller's own dicts, unchanged. A digested exchange becomes a user message holding its
+    record.
+    """
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+        raise ArgumentTypeError(f"argument 'messages' must be a list of dicts, not {type(messages).__name__}")
+    blocks: list[list[dict[str, Any]]] = []
+    roles: list[str] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise ArgumentTypeError(f"messages[{i}] must be a dict, not {type(m).__name__}")
+        role = m.get("role")
+        if role not in ("user", "assistant"):
+            raise InvalidArgumentError(f"messages[{i}].role must be 'user' or 'assistant', got {role!r}")
+        roles.append(role)
+        blocks.append(_blocks(m.get("content", ""), f"messages[{i}]"))
+
+    def opens_exchange(i: int) -> bool:
+        # A user message holding only tool results continues the exchange of its tool_use.
+        return any(b["type"] != "tool_result" for b in blocks[i])
+
+    groups, current, pinned = assign_exchanges(roles, opens_exchange, pin_first_user)
+    records: list[Message] = []
+    for i, m in enumerate(messages):
+        strings: list[str] = []
+        extra = 0
+        meta = None
+        for b in blocks[i]:
+            s, e = _block_strings(b)
+            strings += s
+            extra += e
+            if b["type"] == "tool_use" and meta is None:
+                meta = {"tool": str(b.get("name", "")), "arguments": json.dumps(b.get("input", {}), sort_keys=True)}
+        text = "\n".join(str(b.get("text", "")) for b in blocks[i] if b["type"] == "text")
+        only_results = not opens_exchange(i) and m["role"] == "user"
+        if current is not None and i >= current:
+            layer = PromptLayer.CURRENT_TURN
+        elif i == pinned:
+            layer = PromptLayer.PINNED
+        elif only_results:
+            layer = PromptLayer.TOOL_RESULT
+            text = "\n".join(strings)
+        else:
+            layer = PromptLayer.CONVERSATION
+        group = None if layer == PromptLayer.PINNED else groups[i]
+        records.append(Message(i, layer, group, text, strings, TOKENS_PER_MESSAGE + extra, meta))
+    tok = _payload.resolve_tokenizer(tokenizer)
+    sys_text = _system_text(system)
+    tools_cost = sum(tok.count(json.dumps(t, sort_keys=True)) for t in tools or ()) + (
+        _tool_prompt(model, tool_choice) if tools else 0
+    )
+    fixed = [
+        ("<system>", PromptLayer.SYSTEM, tok.count(sys_text) if sys_text else 0),
+        ("<tool schemas>", PromptLayer.TOOLS, tools_cost),
+    ]
+
+    def with_text(m: dict[str, Any], text: str) -> dict[str, Any]:
+        return {**m, "content": text}
+
+    return _payload.fit_messages(
+        messages,
+        records,
+        fixed,
+        budget,
+        policy,
+        tok,
+        digest_framing=TOKENS_PER_MESSAGE,
+        make_digest=lambda text: {"role": "user", "content": text},
+        with_text=with_text,
+    )

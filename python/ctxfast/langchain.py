@@ -1,0 +1,193 @@
+"""A policy-driven replacement for LangChain's ``trim_messages``.
+
+``langchain-core`` is an optional extra: ``pip install "ctxfast[langchain]"``.
+
+It takes the same common arguments. What is different:
+
+- **The system message is never dropped.** With ``include_system=True`` (the default here)
+  system messages are protected. LangChain's own function returns only ``[system]`` when the
+  system message alone is over the budget. This one raises ``ctxfast.Unfittable`` instead.
+- **No orphaned tool results.** An exchange (a human message with every AI and tool message
+  after it) leaves whole. Under the default ``Policy.agent()`` an old tool exchange is first
+  replaced by a tagged digest, a ``HumanMessage`` that holds no tool blocks. The kept history
+  therefore always starts at a human message, and ``start_on``/``end_on`` need not do anything.
+- **The current turn stays.** The last human message, and everything after it, is never
+  dropped.
+- **Counting.** Each message is counted once, in one batch, not once per binary-search probe.
+  ``token_counter`` may be a callable over a list of messages, a callable over one message, a
+  chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None. None means exact
+  OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given.
+- **``allow_partial=True``** adds a last rung that truncates the oldest message bodies on a token
+  boundary. ``text_splitter`` is not used.
+- **``strategy="first"``** keeps the oldest exchanges: newest goes first, but the current turn
+  still never goes.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ctxfast import _payload
+from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
+from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
+from ctxfast._payload import Message, assign_exchanges
+from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL
+
+__all__ = ["trim_messages"]
+
+_ROLE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool", "function": "tool", "chat": "user"}
+_APPROX_CHARS_PER_TOKEN = 4.0
+_APPROX_PER_MESSAGE = 3
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "\n".join(parts)
+    return ""
+
+
+def _per_message_counter(token_counter: Any) -> Callable[[Any], int] | None:
+    """A function message -> tokens from LangChain's accepted counter forms, or None (native)."""
+    if token_counter is None:
+        return None
+    if token_counter == "approximate":
+        return lambda m: _APPROX_PER_MESSAGE + -(-len(_text(m.content)) // int(_APPROX_CHARS_PER_TOKEN))
+    if hasattr(token_counter, "get_num_tokens_from_messages"):
+        return lambda m: int(token_counter.get_num_tokens_from_messages([m]))
+    if callable(token_counter):
+        try:
+            params = list(inspect.signature(token_counter).parameters.values())
+            annotation = str(params[0].annotation) if params else ""
+        except (TypeError, ValueError):
+            annotation = ""
+        if "BaseMessage" in annotation and "list" not in annotation.lower() and "sequence" not in annotation.lower():
+            return lambda m: int(token_counter(m))
+        return lambda m: int(token_counter([m]))
+    raise ArgumentTypeError(
+        "argument 'token_counter' must be a callable, a chat model, 'approximate' or None, "
+        f"not {type(token_counter).__name__}"
+    )
+
+
+def _policy(policy: Policy | str | None, strategy: str, allow_partial: bool) -> Policy:
+    if strategy not in ("last", "first"):
+        raise InvalidArgumentError(f"argument 'strategy' must be 'last' or 'first', got {strategy!r}")
+    base = _payload.resolve_policy(policy) if policy is not None or strategy == "last" else None
+    if base is None:
+        base = Policy.from_dict(
+            {
+                "name": "keep_first",
+                "rungs": [
+                    {"name": "exchanges.drop_newest", "layers": ["conversation", "tool_result", "summary"], "order": "newest"}
+                ],
+            }
+        )
+    if not allow_partial:
+        return base
+    d = base.to_dict()
+    d["rungs"].append(
+        {
+            "name": "partial.truncate_oldest",
+            "layers": ["conversation", "tool_result"],
+            "order": "oldest" if strategy == "last" else "newest",
+            "action": "truncate",
+            "min_tokens": 1,
+        }
+    )
+    return Policy.from_dict(d)
+
+
+def trim_messages(
+    messages: Sequence[Any],
+    *,
+    max_tokens: int,
+    token_counter: Any = None,
+    strategy: str = "last",
+    allow_partial: bool = False,
+    end_on: Any = None,
+    start_on: Any = None,
+    include_system: bool = True,
+    text_splitter: Any = None,
+    policy: Policy | str | None = None,
+    tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    reserve: int = 0,
+    pin_first_user: bool = False,
+) -> list[Any]:
+    """Trim ``messages`` (LangChain ``BaseMessage`` objects) to ``max_tokens`` by policy.
+
+    Returns the kept messages, the caller's own objects, in order. Digests come back as new
+    ``HumanMessage`` objects. The ``ctxfast.Fit`` with its trace is attached to the returned
+    list as ``.fit`` (the list is a ``TrimmedMessages``, a ``list`` subclass).
+    """
+    try:
+        from langchain_core.messages import HumanMessage
+    except ImportError as e:  # pragma: no cover - exercised only without the extra
+        raise ImportError('ctxfast.langchain needs langchain-core: pip install "ctxfast[langchain]"') from e
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise ArgumentTypeError(f"argument 'messages' must be a list of messages, not {type(messages).__name__}")
+    del end_on, start_on, text_splitter  # see the module docstring
+    roles: list[str] = []
+    for i, m in enumerate(messages):
+        kind = getattr(m, "type", None)
+        if kind not in _ROLE:
+            raise ArgumentTypeError(f"messages[{i}] must be a LangChain BaseMessage, not {type(m).__name__}")
+        role = _ROLE[kind]
+        roles.append("system" if role == "system" and include_system else "user" if role == "user" else role)
+    groups, current, pinned = assign_exchanges(roles, lambda i: True, pin_first_user)
+    per_message = _per_message_counter(token_counter)
+    records: list[Message] = []
+    for i, m in enumerate(messages):
+        text = _text(m.content)
+        calls = list(getattr(m, "tool_calls", None) or ())
+        meta = None
+        if calls:
+            first = calls[0]
+            meta = {"tool": str(first.get("name", "")), "arguments": str(first.get("args", ""))}
+        if per_message is None:
+            strings = [text, _ROLE[m.type]] + [s for c in calls for s in (str(c.get("name", "")), str(c.get("args", "")))]
+            framing = TOKENS_PER_MESSAGE + TOKENS_PER_TOOL_CALL * len(calls)
+        else:
+            strings, framing = [], per_message(m)
+        if roles[i] == "system":
+            layer = PromptLayer.SYSTEM
+        elif current is not None and i >= current:
+            layer = PromptLayer.CURRENT_TURN
+        elif i == pinned:
+            layer = PromptLayer.PINNED
+        elif m.type in ("tool", "function"):
+            layer = PromptLayer.TOOL_RESULT
+        else:
+            layer = PromptLayer.CONVERSATION
+        group = None if layer in (PromptLayer.SYSTEM, PromptLayer.PINNED) else groups[i]
+        records.append(Message(i, layer, group, text, strings, framing, meta))
+    fixed = [("<reply priming>", PromptLayer.SYSTEM, REPLY_PRIMING if per_message is None else 0)]
+    kept, result = _payload.fit_messages(
+        messages,
+        records,
+        fixed,
+        Budget(max_tokens, reserve),
+        _policy(policy, strategy, allow_partial),
+        tokenizer,
+        digest_framing=TOKENS_PER_MESSAGE + 1,
+        make_digest=lambda text: HumanMessage(content=text),
+        with_text=lambda m, text: m.model_copy(update={"content": text}),
+    )
+    out = TrimmedMessages(kept)
+    out.fit = result
+    return out
+
+
+class TrimmedMessages(list):  # type: ignore[type-arg]
+    """The kept messages, plus ``.fit``: the ``ctxfast.Fit`` with the trace of what left."""
+
+    fit: Any
