@@ -33,7 +33,7 @@ from ctxfast import (
     fit,
 )
 
-_out = Console(highlight=False)
+_out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False)
 
 #: Files counted per native call: large enough to use both cores, small enough to show progress.
