@@ -198,7 +198,7 @@ impl Trace {
                 d.set_item("label", &r.label)?;
                 d.set_item("action", r.action)?;
                 d.set_item("removed", r.delta)?;
-                d.set_item("layer", &r.layer_label)?;
+                d.set_item("layer", &self.inner.labels[r.layer.index()])?;
                 d.set_item("layer_after", r.layer_after)?;
                 d.set_item("total_after", r.total_after)?;
                 d.set_item("over_after", r.over_after)?;
@@ -239,10 +239,21 @@ impl FitLedger {
     }
 }
 
+/// A removal, kept as plain data until someone asks for `Fit.evicted`: most callers only send
+/// `kept`, and building thousands of Python objects per fit would cost more than the ladder.
+struct Removed {
+    segment: Py<Segment>,
+    rung: usize,
+    tokens: usize,
+    action: &'static str,
+}
+
 #[pyclass(frozen, module = "ctxfast._core", name = "Fit")]
 pub struct Fit {
     kept: Vec<Py<Segment>>,
-    evicted: Vec<Py<Eviction>>,
+    removed: Vec<Removed>,
+    rung_names: Vec<String>,
+    evicted: pyo3::sync::PyOnceLock<Vec<Py<Eviction>>>,
     truncated: Vec<Py<Truncation>>,
     #[pyo3(get)]
     total: usize,
@@ -268,8 +279,25 @@ impl Fit {
     }
     /// What left, in removal order (the trace's order).
     #[getter]
-    fn evicted(&self, py: Python<'_>) -> Vec<Py<Eviction>> {
-        self.evicted.iter().map(|s| s.clone_ref(py)).collect()
+    fn evicted(&self, py: Python<'_>) -> PyResult<Vec<Py<Eviction>>> {
+        let built = self.evicted.get_or_try_init(py, || {
+            self.removed
+                .iter()
+                .map(|r| {
+                    Py::new(
+                        py,
+                        Eviction {
+                            segment: r.segment.clone_ref(py),
+                            rung: self.rung_names.get(r.rung).cloned().unwrap_or_default(),
+                            rung_index: r.rung,
+                            tokens: r.tokens,
+                            action: r.action,
+                        },
+                    )
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })?;
+        Ok(built.iter().map(|e| e.clone_ref(py)).collect())
     }
     #[getter]
     fn truncated(&self, py: Python<'_>) -> Vec<Py<Truncation>> {
@@ -310,7 +338,7 @@ impl Fit {
             self.total,
             self.ceiling,
             self.kept.len(),
-            self.evicted.len(),
+            self.removed.len(),
             self.truncated.len(),
             self.count_calls
         )
@@ -434,21 +462,22 @@ pub fn build_fit(
             Kept::Digest { digest } => digests[*digest].clone_ref(py),
         });
     }
-    let evicted = out
+    let removed = out
         .removals
         .iter()
-        .map(|r| {
-            let segment = match r.target {
+        .map(|r| Removed {
+            segment: match r.target {
                 Target::Segment(i) => segs[i].clone().unbind(),
                 Target::Digest(d) => digests[d].clone_ref(py),
-            };
-            let action = match r.action {
+            },
+            rung: r.rung,
+            tokens: r.tokens,
+            action: match r.action {
                 Taken::Drop => "drop",
                 Taken::Digest => "digest",
-            };
-            Py::new(py, Eviction { segment, rung: rung_name(r.rung), rung_index: r.rung, tokens: r.tokens, action })
+            },
         })
-        .collect::<PyResult<Vec<_>>>()?;
+        .collect();
     let truncated = out
         .truncations
         .iter()
@@ -484,7 +513,9 @@ pub fn build_fit(
     };
     Ok(Fit {
         kept,
-        evicted,
+        removed,
+        rung_names: policy.rungs.iter().map(|r| r.name.clone()).collect(),
+        evicted: pyo3::sync::PyOnceLock::new(),
         truncated,
         total: out.total,
         ceiling: out.ceiling,

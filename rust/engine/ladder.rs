@@ -4,10 +4,10 @@
 //! the unit it removed, which is already known, so no rung re-counts anything. Only truncation
 //! and digests count new text (the shortened body, the record), once each.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::digest::{digest_text, thousands};
-use super::policy::{Action, Filter, Policy};
+use super::policy::{Action, Filter, Order, Policy};
 use super::rank::{sort_indices, RankKey};
 use super::segment::{Layer, LayerSet, SegmentData};
 use super::trace::{Row, Section, Trace};
@@ -161,7 +161,6 @@ impl From<CtxError> for FitError {
 
 struct Unit {
     members: Vec<usize>,
-    label: String,
     position: usize,
     protected: bool,
     layers: LayerSet,
@@ -254,11 +253,15 @@ impl<'a> Ladder<'a> {
     fn row(&self, u: usize, layers: LayerSet, before: usize, action: &'static str) -> Row {
         let layer = self.row_layer(u, layers);
         let total_after = self.total();
+        // A unit is named by its group, else its key, else its position.
+        let first = self.units[u].position;
+        let s = self.segs[first];
+        let label = s.group.clone().or_else(|| s.key.clone()).unwrap_or_else(|| format!("#{first}"));
         Row {
-            label: self.units[u].label.clone(),
+            label,
             delta: before.saturating_sub(total_after),
             action,
-            layer_label: self.policy.label(layer).to_string(),
+            layer,
             layer_after: self.layer_sizes[layer.index()],
             total_after,
             over_after: total_after as i64 - self.ceiling as i64,
@@ -375,10 +378,11 @@ impl<'a> Ladder<'a> {
             })
             .collect();
         // Floors are judged over everything the rung could reach, before its filter.
-        let mut floor_kept: HashSet<usize> = HashSet::new();
+        let mut floor_kept = vec![false; self.units.len()];
         let exchanges: Vec<usize> = eligible.iter().copied().filter(|&u| self.units[u].exchange).collect();
-        floor_kept.extend(exchanges.iter().take(rung.floor.keep_first));
-        floor_kept.extend(exchanges.iter().rev().take(rung.floor.keep_last));
+        for &u in exchanges.iter().take(rung.floor.keep_first).chain(exchanges.iter().rev().take(rung.floor.keep_last)) {
+            floor_kept[u] = true;
+        }
         if rung.floor.keep_top > 0 {
             let mut by_score = eligible.clone();
             by_score.sort_by(|&a, &b| {
@@ -386,19 +390,32 @@ impl<'a> Ladder<'a> {
                     .total_cmp(&(self.units[a].score + 0.0))
                     .then(self.units[a].position.cmp(&self.units[b].position))
             });
-            floor_kept.extend(by_score.iter().take(rung.floor.keep_top));
+            for &u in by_score.iter().take(rung.floor.keep_top) {
+                floor_kept[u] = true;
+            }
         }
-        let covered: HashSet<&str> = (0..self.segs.len())
-            .filter(|&i| self.seg_alive[i] && self.segs[i].level == Some(2))
-            .flat_map(|i| self.segs[i].covers.iter().map(String::as_str))
-            .collect();
+        let covered: HashSet<&str> = if rung.filter == Some(Filter::Covered) {
+            (0..self.segs.len())
+                .filter(|&i| self.seg_alive[i] && self.segs[i].level == Some(2))
+                .flat_map(|i| self.segs[i].covers.iter().map(String::as_str))
+                .collect()
+        } else {
+            HashSet::default()
+        };
         let candidates: Vec<usize> = eligible
             .iter()
             .copied()
-            .filter(|u| !floor_kept.contains(u) && self.passes(*u, rung.filter, &covered))
+            .filter(|&u| !floor_kept[u] && self.passes(u, rung.filter, &covered))
             .collect();
-        let keys: Vec<RankKey> = candidates.iter().map(|&u| self.rank_key(u)).collect();
-        let order: Vec<usize> = sort_indices(rung.order, &keys).into_iter().map(|k| candidates[k]).collect();
+        // Units are numbered in input order, so position orders need no sort.
+        let order: Vec<usize> = match rung.order {
+            Order::Oldest => candidates,
+            Order::Newest => candidates.into_iter().rev().collect(),
+            _ => {
+                let keys: Vec<RankKey> = candidates.iter().map(|&u| self.rank_key(u)).collect();
+                sort_indices(rung.order, &keys).into_iter().map(|k| candidates[k]).collect()
+            }
+        };
 
         let mut rung_tokens: usize = eligible.iter().map(|&u| self.unit_tokens(u)).sum();
         let mut rows = Vec::new();
@@ -450,7 +467,7 @@ impl<'a> Ladder<'a> {
 
 fn build_units(segs: &[&SegmentData], policy: &Policy) -> Vec<Unit> {
     let mut units: Vec<Unit> = Vec::new();
-    let mut by_group: HashMap<&str, usize> = HashMap::new();
+    let mut by_group: HashMap<&str, usize> = HashMap::default();
     for (i, s) in segs.iter().enumerate() {
         let slot = match s.group.as_deref() {
             Some(g) => match by_group.get(g) {
@@ -465,10 +482,8 @@ fn build_units(segs: &[&SegmentData], policy: &Policy) -> Vec<Unit> {
         let u = match slot {
             Some(u) => u,
             None => {
-                let label = s.group.clone().or_else(|| s.key.clone()).unwrap_or_else(|| format!("#{i}"));
                 units.push(Unit {
                     members: Vec::new(),
-                    label,
                     position: i,
                     protected: false,
                     layers: LayerSet::default(),
@@ -569,7 +584,7 @@ pub fn fit(
         }
     };
 
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let order_of_first_appearance: Vec<Layer> =
         segs.iter().map(|s| s.layer).filter(|l| seen.insert(*l)).collect();
     let cap_overruns: Vec<(Layer, usize)> = order_of_first_appearance
@@ -594,6 +609,7 @@ pub fn fit(
         window: budget.window,
         reserve: budget.reserve,
         ceiling,
+        labels: policy.labels.clone(),
         start_layers: order_of_first_appearance
             .iter()
             .map(|&l| (policy.label(l).to_string(), start_layers[l.index()]))
@@ -606,7 +622,7 @@ pub fn fit(
                 (policy.label(l).to_string(), start_layers[l.index()], cap)
             })
             .collect(),
-        sections: lad.sections.clone(),
+        sections: std::mem::take(&mut lad.sections),
         final_total: total,
         count_calls,
         untouched: if fired_any {
@@ -682,7 +698,7 @@ fn count_units(lad: &Ladder<'_>, action: Taken) -> usize {
 /// Kept items in input order; a digest stands where its exchange began.
 fn kept_list(lad: &Ladder<'_>) -> Vec<Kept> {
     let mut out = Vec::new();
-    let mut digest_at: HashMap<usize, usize> = HashMap::new();
+    let mut digest_at: HashMap<usize, usize> = HashMap::default();
     for (d, rec) in lad.digests.iter().enumerate() {
         digest_at.insert(rec.members[0], d);
     }

@@ -1,6 +1,7 @@
 //! The eviction trace: what a reviewer reads to see why the request looks the way it does.
 
 use super::digest::thousands;
+use super::segment::Layer;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
@@ -8,7 +9,7 @@ pub struct Row {
     /// How much the request total fell.
     pub delta: usize,
     pub action: &'static str,
-    pub layer_label: String,
+    pub layer: Layer,
     pub layer_after: usize,
     pub total_after: usize,
     /// total_after - ceiling: > 0 still over, <= 0 fits.
@@ -29,6 +30,8 @@ pub struct Trace {
     pub window: usize,
     pub reserve: usize,
     pub ceiling: usize,
+    /// Display name of each layer (the policy's labels).
+    pub labels: [String; 8],
     /// Per-layer sizes at the start, in order of first appearance.
     pub start_layers: Vec<(String, usize)>,
     pub start_total: usize,
@@ -123,7 +126,7 @@ impl Trace {
                         "   {:>lw$}  −{:>dw$}   {} {:>6}   total {:>6}   {}{verb}",
                         r.label,
                         thousands(r.delta),
-                        r.layer_label,
+                        self.labels[r.layer.index()],
                         thousands(r.layer_after),
                         thousands(r.total_after),
                         over_text(r.over_after),
