@@ -67,6 +67,7 @@ class WindowMachine(RuleBasedStateMachine):
         self.step = 0
         if system:
             self.w.admit(Segment(words(system, "system"), L.SYSTEM, tokens=system))
+            self.busy = True
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -153,13 +154,14 @@ class WindowMachine(RuleBasedStateMachine):
             assert any(h.key == s.key and h.text == s.text for h in held_after), s
         for t in f.truncated:
             assert t.original.layer not in PROTECTED
-        # deferred rewrites were decided by this fit
+        # deferred rewrites were decided by this fit: landed, or their original was evicted by it
         for k in self.pending:
             x = w.why(k)
             if x.status == "rewritten" and x.rung == "rewrite" and x.cycle == cycle:
                 self.rewrites += 1
             else:
-                assert x.status != "held" or k not in w or x.cycle != cycle or True
+                assert x.status in ABSENT, (k, x)
+            assert k not in w, "a deferred rewrite neither landed nor lost its original"
         self.pending.clear()
         self.busy = False
 
