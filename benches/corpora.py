@@ -64,7 +64,7 @@ def code(limit: int = GENERATED_BYTES) -> str:
     the last line break before ``limit`` bytes.
     """
     root = Path(sysconfig.get_paths()["stdlib"])
-    files = []
+    files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in {"site-packages", "test", "tests", "__pycache__", "idle_test"}]
         files.extend(Path(dirpath, f) for f in filenames if f.endswith(".py"))
@@ -113,7 +113,7 @@ def _record(rng: random.Random, i: int) -> dict:
 def json_text(limit: int = GENERATED_BYTES, seed: int = 20240601) -> str:
     """A pretty-printed JSON array of seeded random records, just over ``limit`` bytes."""
     rng = random.Random(seed)
-    records = []
+    records: list[dict] = []
     size = 2
     while size < limit:
         rec = _record(rng, len(records))
@@ -144,8 +144,8 @@ def sentence() -> str:
 def units(corpus: str, size: int, count: int, seed: int = 7) -> list[str]:
     """``count`` distinct ~``size``-character slices of ``corpus`` (deterministic)."""
     rng = random.Random(seed)
-    out = []
-    seen = set()
+    out: list[str] = []
+    seen: set[int] = set()
     while len(out) < count:
         start = rng.randrange(0, max(1, len(corpus) - size))
         if start in seen:
@@ -246,9 +246,9 @@ def build_hf_o200k_json(rank_file: Path, pattern: str) -> str:
 
     vocab = {sym(tok): r for tok, r in ranks.items()}
     merges = []
-    for tok, r in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(tok) > 1:
-            left, right = _split_in_two(tok, r, ranks)
+    for token, r in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) > 1:
+            left, right = _split_in_two(token, r, ranks)
             merges.append((sym(left), sym(right)))
     model = models.BPE(vocab=vocab, merges=merges, ignore_merges=True)
     tok = Tokenizer(model)

@@ -3,12 +3,15 @@
 
     python benches/report.py                  # full run, table on stdout, pytest's output on stderr
     python benches/report.py --json out.json  # keep pytest-benchmark's JSON
-    python benches/report.py --from-json out.json   # re-print a report without re-running
+    python benches/report.py --from-json out.json   # re-print from a JSON (start-up is re-measured)
     python benches/report.py --strict         # exit 1 when a target is missed
+    python benches/report.py -- -k count_many # extra pytest arguments after "--" (a subset)
 
 Ratios are "× ctxfast's time": the contender's median divided by the median of the ctxfast row
 its group is compared against (so 2.00 means ctxfast took half the time). Start-up is measured in
-fresh interpreters (median of 5), separately from pytest.
+fresh interpreters (median of 5), separately from pytest. "CPU self / others" columns: cores'
+worth of CPU this process and all other processes used during each row (benches/cpuload.py) —
+on a shared 2-core machine that tells a noisy row from a slow library.
 """
 
 from __future__ import annotations

@@ -70,7 +70,8 @@ def paired(base, peer, rounds: int) -> dict:
     Each timed call follows an untimed one of the same function, so neither side pays for the
     other having evicted its tables from the CPU caches (ctxfast's o200k automata are tens of MB).
     """
-    tb, tp = [], []
+    tb: list[float] = []
+    tp: list[float] = []
     start = cpuload.Sample.now()
     for i in range(rounds):
         for which in ((0, 1) if i % 2 == 0 else (1, 0)):

@@ -149,7 +149,7 @@ def test_the_session_exercises_every_kind_of_state(window_kwargs):
     led = w.ledger
     assert led.evictions > 0 and led.rewrites > 0 and led.digests > 0 and led.discards > 0
     assert led.refused_duplicates > 0 and led.deferred_rewrites > 0
-    assert any(s.stale for s in w.segments()) or led.rung_firings
+    assert led.fits_that_evicted > 0
     assert led.balanced
 
 
@@ -352,22 +352,16 @@ def _corrupt(field: str, value) -> bytes:
     return json.dumps(doc).encode()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a saved window whose 'metas' field is not JSON raises a bare "
-                   "json.JSONDecodeError from from_bytes, not a CtxfastError")
 def test_from_bytes_with_corrupt_metas_raises_a_ctxfast_error():
     with pytest.raises(ctxfast.CtxfastError):
         ContextWindow.from_bytes(_corrupt("metas", "{not json"))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a saved window whose 'tokenizer' field is not a [kind, value] pair "
-                   "raises a bare TypeError ('int' object is not subscriptable), not a CtxfastError")
 def test_from_bytes_with_a_malformed_tokenizer_field_raises_a_ctxfast_error():
     with pytest.raises(ctxfast.CtxfastError):
         ContextWindow.from_bytes(_corrupt("tokenizer", 5))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an unknown tokenizer kind in a saved window (['zzz', 1]) is silently "
-                   "taken as Tokenizer.approximate(1): the resumed window counts with a different tokenizer")
 def test_from_bytes_with_an_unknown_tokenizer_kind_is_refused():
     with pytest.raises(ctxfast.CtxfastError):
         ContextWindow.from_bytes(_corrupt("tokenizer", ["zzz", 1]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import ctxfast
 from ctxfast import ContextWindow, Policy, PromptLayer, Segment
@@ -235,6 +235,12 @@ class WindowMachine(RuleBasedStateMachine):
             assert s is not None
             members = [m for m in w.segments() if s.group is not None and m.group == s.group] or [s]
             assert all(m.layer != L.TOOL_RESULT for m in members)
+            return
+        except ctxfast.BudgetLedgerInconsistency:
+            # A record no smaller than a small exchange with no external copy is refused.
+            assert s is not None
+            members = [m for m in w.segments() if s.group is not None and m.group == s.group] or [s]
+            assert not all(m.recoverable for m in members)
             return
         assert s is not None
         assert record.text.startswith("[compacted]")

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import ctxfast
-from ctxfast import ContextWindow, Policy, PromptLayer, Segment, Tokenizer
+from ctxfast import ContextWindow, Policy, PromptLayer, Segment
 
 L = PromptLayer
 THREADS = 8
@@ -139,8 +139,20 @@ def _hammer(w: ContextWindow, tid: int, iterations: int, start: threading.Barrie
                 w.discard(key)
             elif op < 0.9:
                 w.mark_stale(key)
-            elif op < 0.95:
+            elif op < 0.93:
                 w.rewrite(key, "a much shorter gist", provenance=f"thread{tid}")
+            elif op < 0.96:
+                # a tool exchange (call + result in one group), then its digest, racing the others
+                g = f"ex-{tid}-{i}"
+                w.admit(Segment(f"call {key}", L.CONVERSATION, f"{key}-call", group=g,
+                                meta={"tool": "grep", "arguments": {"k": key}, "step": i}))
+                if w.admit(Segment(text(rng, 60, key), L.TOOL_RESULT, key, group=g)):
+                    with lock:
+                        admitted.add(key)
+                try:
+                    w.digest(key)
+                except ctxfast.InvalidArgumentError:
+                    pass  # the key is held by something that is not a tool exchange
             else:
                 _ = (w.tokens, len(w), key in w, w.cycle, w.stable_prefix_tokens, w.ledger_entries())
         except ALLOWED:

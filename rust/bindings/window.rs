@@ -562,24 +562,37 @@ impl ContextWindow {
         let core = doc.get_item("core")?.ok_or_else(|| bad("no core state"))?;
         let core_bytes: Vec<u8> = py.import("json")?.call_method1("dumps", (core,))?.extract::<String>()?.into_bytes();
         let metas_s = doc.get_item("metas")?.ok_or_else(|| bad("no metas"))?;
-        let metas_raw = py.import("json")?.call_method1("loads", (metas_s,))?;
+        let metas_raw = py
+            .import("json")?
+            .call_method1("loads", (metas_s,))
+            .map_err(|_| bad("'metas' is not JSON text"))?;
         let metas = PyDict::new(py);
-        for (k, v) in metas_raw.cast_into::<PyDict>().map_err(|_| bad("metas"))?.iter() {
-            metas.set_item(k.extract::<String>()?.parse::<u64>().map_err(|_| bad("meta id"))?, v)?;
+        for (k, v) in metas_raw.cast_into::<PyDict>().map_err(|_| bad("'metas' is not an object"))?.iter() {
+            let id = k.extract::<String>().ok().and_then(|k| k.parse::<u64>().ok()).ok_or_else(|| bad("a meta id is not a number"))?;
+            metas.set_item(id, v)?;
         }
         let tok = match tokenizer {
             Some(t) if !t.is_none() => resolve_tokenizer(py, Some(t))?,
             _ => match doc.get_item("tokenizer")? {
                 Some(t) => {
-                    let kind: String = t.get_item(0)?.extract()?;
-                    let payload = t.get_item(1)?;
+                    // JSON gives back a list: [kind, payload].
+                    let recipe: Option<(String, Bound<'_, PyAny>)> = t
+                        .extract::<Vec<Bound<'_, PyAny>>>()
+                        .ok()
+                        .filter(|v| v.len() == 2)
+                        .and_then(|v| Some((v[0].extract::<String>().ok()?, v[1].clone())));
                     let cls = py.get_type::<Tokenizer>();
-                    let made = if kind == "encoding" {
-                        cls.call_method1("from_encoding", (payload,))?
-                    } else {
-                        cls.call_method1("approximate", (payload,))?
+                    let made = match recipe {
+                        Some((kind, payload)) if kind == "encoding" => cls.call_method1("from_encoding", (payload,)),
+                        Some((kind, payload)) if kind == "approximate" => cls.call_method1("approximate", (payload,)),
+                        _ => return Err(bad("'tokenizer' is not an [\"encoding\", name] or [\"approximate\", ratio] pair")),
                     };
-                    made.cast_into::<Tokenizer>()?
+                    made.map_err(|e| {
+                        let err = bad("its 'tokenizer' cannot be rebuilt");
+                        err.set_cause(py, Some(e));
+                        err
+                    })?
+                    .cast_into::<Tokenizer>()?
                 }
                 None => {
                     return Err(error(

@@ -605,11 +605,17 @@ pub fn fit(
         .collect();
     let reachable: LayerSet = LayerSet(policy.rungs.iter().fold(0, |m, r| m | r.layers.0));
     let fired_any = !lad.sections.is_empty();
+    // Counted before the trace takes the sections.
+    let mut rung_firings = vec![0; policy.rungs.len()];
+    for s in &lad.sections {
+        rung_firings[s.rung] += s.rows.len();
+    }
     let trace = Trace {
         window: budget.window,
         reserve: budget.reserve,
         ceiling,
         labels: policy.labels.clone(),
+        target: None,
         start_layers: order_of_first_appearance
             .iter()
             .map(|&l| (policy.label(l).to_string(), start_layers[l.index()]))
@@ -640,10 +646,7 @@ pub fn fit(
         floor_reached: lad.floor_reached,
     };
 
-    let mut ledger = FitLedger { rung_firings: vec![0; policy.rungs.len()], ..Default::default() };
-    for s in &lad.sections {
-        ledger.rung_firings[s.rung] += s.rows.len();
-    }
+    let mut ledger = FitLedger { rung_firings, ..Default::default() };
     for r in &lad.removals {
         match (r.action, r.target) {
             (Taken::Digest, _) => ledger.digested += r.tokens,

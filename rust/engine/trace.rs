@@ -30,6 +30,8 @@ pub struct Trace {
     pub window: usize,
     pub reserve: usize,
     pub ceiling: usize,
+    /// When a low watermark is in force: what eviction aimed for (rows are "over" this).
+    pub target: Option<usize>,
     /// Display name of each layer (the policy's labels).
     pub labels: [String; 8],
     /// Per-layer sizes at the start, in order of first appearance.
@@ -63,10 +65,14 @@ impl Trace {
             out.push_str(s.trim_end());
             out.push('\n');
         };
+        let target = match self.target {
+            Some(t) => format!(" · low watermark: evict down to {}", thousands(t)),
+            None => String::new(),
+        };
         line(
             &mut out,
             format!(
-                "ceiling {}  (window {} − reserve {})",
+                "ceiling {}  (window {} − reserve {}){target}",
                 thousands(self.ceiling),
                 thousands(self.window),
                 thousands(self.reserve)

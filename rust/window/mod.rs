@@ -20,7 +20,7 @@ pub struct Entry {
     pub id: u64,
     pub seg: Arc<SegmentData>,
     pub tokens: usize,
-    /// Bumped when the entry changes in place (truncated, demoted, marked stale).
+    /// Bumped when the entry's text changes in place (truncated): what a prompt cache sees.
     pub version: u32,
     pub admitted_cycle: u64,
     /// For surrogates: (source key, who made it).
@@ -29,6 +29,8 @@ pub struct Entry {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Pending {
+    /// The entry the rewrite was asked for: a later segment under the same key is not it.
+    id: u64,
     key: String,
     text: String,
     tokens: usize,
@@ -224,8 +226,8 @@ impl Window {
                 let e = &mut self.entries[pos];
                 let mut data = (*e.seg).clone();
                 data.layer = Layer::Conversation;
+                // Same text, same place: the provider's cached prefix is unaffected.
                 e.seg = Arc::new(data);
-                e.version += 1;
                 if let Some(k) = &e.seg.key {
                     if let Some(w) = self.why.get_mut(k) {
                         w.layer = Layer::Conversation;
@@ -265,6 +267,7 @@ impl Window {
     fn evict(&mut self, id: u64, reason: &str, action: &'static str, changes: &mut Changes) {
         let Some(pos) = self.position(id) else { return };
         let e = self.entries.remove(pos);
+        self.pending.retain(|p| p.id != id);
         let status = if e.seg.recoverable { Status::EvictedRecoverable } else { Status::EvictedDispensable };
         if e.seg.recoverable {
             self.totals.evicted_recoverable += e.tokens as u64;
@@ -323,10 +326,18 @@ impl Window {
         // append without moving the cut (and the provider's cached prefix survives).
         let outcome = match self.low_watermark {
             Some(w) if held > budget.ceiling() && w < 1.0 => {
-                let low = ((budget.ceiling() as f64) * w).floor() as usize;
-                let low_budget = Budget::new(low.max(1) + self.reserve, self.reserve, [None; 8])?;
+                let low = (((budget.ceiling() as f64) * w).floor() as usize).max(1);
+                let low_budget = Budget::new(low + self.reserve, self.reserve, [None; 8])?;
                 match engine::fit(&segs, &counts, &low_budget, &self.policy, counter, None, 0) {
-                    Ok(o) => o,
+                    // Report against the real window; the rows are "over" the watermark.
+                    Ok(mut o) => {
+                        o.ceiling = budget.ceiling();
+                        o.over_by = o.trace.start_total.saturating_sub(budget.ceiling());
+                        o.trace.window = budget.window;
+                        o.trace.ceiling = budget.ceiling();
+                        o.trace.target = Some(low);
+                        o
+                    }
                     Err(FitError::Unfittable(_)) => engine::fit(&segs, &counts, &budget, &self.policy, counter, None, 0)?,
                     Err(e) => return Err(e),
                 }
@@ -338,8 +349,8 @@ impl Window {
         // Rewrites deferred in this cycle land now, after the fit counted the originals.
         let pending = std::mem::take(&mut self.pending);
         for p in pending {
-            if let Some(&id) = self.held_keys.get(&p.key) {
-                self.apply_rewrite(id, &p.key, p.text, p.tokens, p.provenance, &mut changes);
+            if self.position(p.id).is_some() {
+                self.apply_rewrite(p.id, &p.key, p.text, p.tokens, p.provenance, &mut changes);
             }
         }
         self.counters.fits += 1;
@@ -441,7 +452,6 @@ impl Window {
             let mut data = (*e.seg).clone();
             data.stale = true;
             e.seg = Arc::new(data);
-            e.version += 1;
         }
         Ok(e.clone())
     }
@@ -473,8 +483,8 @@ impl Window {
         }
         if self.fresh_unrecoverable {
             self.counters.deferred_rewrites += 1;
-            self.pending.retain(|p| p.key != key);
-            self.pending.push(Pending { key: key.to_string(), text, tokens, provenance });
+            self.pending.retain(|p| p.id != id);
+            self.pending.push(Pending { id, key: key.to_string(), text, tokens, provenance });
             return Ok(Rewrite::Deferred);
         }
         let mut changes = Changes::default();
@@ -515,6 +525,13 @@ impl Window {
     /// Replaces a tool exchange by its short durable record now.
     pub fn digest(&mut self, key: &str, ids: &[u64], text: String, tokens: usize) -> CtxResult<Changes> {
         let first = ids.first().and_then(|&id| self.position(id)).ok_or_else(|| unknown(key))?;
+        let members: Vec<&Entry> = ids.iter().filter_map(|&id| self.position(id)).map(|p| &self.entries[p]).collect();
+        let before: usize = members.iter().map(|e| e.tokens).sum();
+        if tokens >= before && !members.iter().all(|e| e.seg.recoverable) {
+            return Err(CtxError::LedgerInconsistency(format!(
+                "digest of {key:?} does not compress: {before} -> {tokens} tokens, and there is no external copy"
+            )));
+        }
         let mut data = SegmentData::new(text, Layer::Conversation);
         data.group = self.entries[first].seg.group.clone();
         let mut changes = Changes::default();

@@ -1,0 +1,549 @@
+"""``ctxfast.anthropic.fit_messages``: ``tool_use`` / ``tool_result`` pairs survive trimming.
+
+Anthropic rejects a request whose ``tool_result`` block has no ``tool_use`` in the previous
+assistant message, or whose messages do not start with a user turn. These tests fit generated
+agent sessions at many budgets and check what the API checks, plus the documented count:
+
+    total = T(system) + Σ_messages [ 3 + Σ_blocks cost(block) ] + Σ_tools T(json(tool))
+          + tool-use system prompt of ``model`` (when tools are given)
+
+    cost(text) = T(text); cost(tool_use) = T(name) + T(json(input, sort_keys));
+    cost(tool_result) = T(content) or Σ cost(inner blocks); image/document = 1,600; thinking = 0
+
+``T`` is o200k_base (the default tokenizer), recounted here with tiktoken.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxfast
+from ctxfast import ArgumentTypeError, Budget, CtxfastError, InvalidArgumentError, Tokenizer, Unfittable
+from ctxfast.anthropic import IMAGE_TOKENS, TOOL_SYSTEM_PROMPT, fit_messages
+
+PRESETS = ("agent", "context_window", "troubleshooting", "seven_tier", "ranked")
+
+TOOLS = [
+    {
+        "name": "search_code",
+        "description": "Search the repository for a regular expression.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+            "required": ["pattern"],
+        },
+    },
+    {
+        "name": "tail_logs",
+        "description": "The last lines of a service's logs.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "service": {"type": "string", "enum": ["gateway", "tracker", "billing"]},
+                "minutes": {"type": "integer"},
+            },
+            "required": ["service"],
+        },
+    },
+    {
+        "name": "read_file",
+        "description": "Read a range of lines of one file.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
+        },
+    },
+]
+
+_WORDS = (
+    "the request to checkout service returned 502 after deploy pod readiness selector label upstream "
+    "keepalive timeout balancer replica canary rollback latency error queue worker retry cache index "
+    "migration lock shipment invoice tracker gateway billing café 日本語"
+).split()
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n)) + "."
+
+
+def _result_text(rng: random.Random) -> str:
+    return "\n".join(
+        f"2024-09-17T14:{rng.randrange(60):02d}Z {rng.choice(('INFO', 'WARN', 'ERROR'))} {_words(rng, rng.randint(4, 14))}"
+        for _ in range(rng.randint(3, 50))
+    )
+
+
+def anthropic_session(seed: int, turns: int, *, end_mid_loop: bool = False) -> tuple[str, list[dict]]:
+    """(system, messages): ``turns`` complete exchanges, then the current question.
+
+    Each exchange: the user's message (a string or text blocks), 0-3 steps of an assistant
+    message with 1-3 ``tool_use`` blocks followed by a user message holding exactly their
+    ``tool_result`` blocks (string or block content), then the assistant's answer.
+    """
+    rng = random.Random(seed)
+    system = "You are Harbor, the platform team's assistant. " + _words(rng, 150)
+    msgs: list[dict] = []
+    uid = 0
+
+    def step() -> None:
+        nonlocal uid
+        blocks: list[dict] = [] if rng.random() < 0.5 else [{"type": "text", "text": "Checking. " + _words(rng, 8)}]
+        ids = []
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            uid += 1
+            ids.append(f"toolu_{seed}_{uid}")
+            tool = rng.choice(TOOLS)["name"]
+            blocks.append({"type": "tool_use", "id": ids[-1], "name": tool,
+                           "input": {"pattern": rng.choice(("keepalive", "retry")), "n": rng.randint(1, 99)}})
+        msgs.append({"role": "assistant", "content": blocks})
+        results = []
+        for i in ids:
+            if rng.random() < 0.6:
+                results.append({"type": "tool_result", "tool_use_id": i, "content": _result_text(rng)})
+            else:
+                results.append({"type": "tool_result", "tool_use_id": i, "is_error": rng.random() < 0.1,
+                                "content": [{"type": "text", "text": _result_text(rng)}]})
+        msgs.append({"role": "user", "content": results})
+
+    for t in range(1, turns + 1):
+        text = f"Turn {t}. " + _words(rng, rng.randint(6, 80))
+        msgs.append({"role": "user", "content": text if rng.random() < 0.5 else [{"type": "text", "text": text}]})
+        for _ in range(rng.choice((0, 1, 1, 2, 3))):
+            step()
+        answer = _words(rng, rng.randint(10, 150))
+        msgs.append({"role": "assistant", "content": answer if rng.random() < 0.5 else [{"type": "text", "text": answer}]})
+    msgs.append({"role": "user", "content": "Now the current question: " + _words(rng, 40)})
+    if end_mid_loop:
+        step()
+    return system, msgs
+
+
+# ----------------------------------------------------------------------------------------------
+# The independent recount and the structure checker
+
+
+@pytest.fixture(scope="module")
+def enc(tiktoken_encodings: dict[str, Any]) -> Any:
+    return tiktoken_encodings["o200k_base"]
+
+
+def _block_cost(b: dict, T) -> int:
+    kind = b["type"]
+    if kind == "text":
+        return T(b["text"])
+    if kind == "tool_use":
+        return T(b["name"]) + T(json.dumps(b["input"], sort_keys=True))
+    if kind == "tool_result":
+        c = b.get("content", "")
+        return T(c) if isinstance(c, str) else sum(_block_cost(x, T) for x in c)
+    if kind in ("image", "document"):
+        return IMAGE_TOKENS
+    if kind in ("thinking", "redacted_thinking"):
+        return 0
+    return T(json.dumps(b, sort_keys=True))
+
+
+def documented_total(system: Any, messages: list[dict], enc: Any, tools: list[dict] | None = None,
+                     tool_prompt: int = 0) -> int:
+    T = lambda s: len(enc.encode_ordinary(s))  # noqa: E731
+    if isinstance(system, list):
+        system = "\n".join(b["text"] for b in system)
+    n = T(system) if system else 0
+    for m in messages:
+        c = m["content"]
+        n += 3 + (T(c) if isinstance(c, str) else sum(_block_cost(b, T) for b in c))
+    if tools:
+        n += sum(T(json.dumps(t, sort_keys=True)) for t in tools) + tool_prompt
+    return n
+
+
+def _blocks(m: dict) -> list[dict]:
+    return m["content"] if isinstance(m["content"], list) else []
+
+
+def opens_exchange(m: dict) -> bool:
+    """A user message opens an exchange unless it holds only tool results."""
+    if m["role"] != "user":
+        return False
+    return isinstance(m["content"], str) or any(b["type"] != "tool_result" for b in m["content"])
+
+
+def current_start(messages: list[dict]) -> int:
+    return max(i for i, m in enumerate(messages) if opens_exchange(m))
+
+
+def exchanges(messages: list[dict]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for i, m in enumerate(messages):
+        if opens_exchange(m):
+            out.append([i])
+        elif out:
+            out[-1].append(i)
+    return out[:-1]
+
+
+def assert_valid_for_the_api(out: list[dict]) -> None:
+    """What the Messages API validates: user first; tool_result answers the previous message's
+    tool_use; every tool_use is answered by the next message (unless it is the last one)."""
+    assert out, "an empty request"
+    assert out[0]["role"] == "user", f"the request starts with {out[0]['role']}"
+    seen: set[str] = set()
+    for i, m in enumerate(out):
+        for b in _blocks(m):
+            if b["type"] == "tool_result":
+                tid = b["tool_use_id"]
+                assert tid in seen, f"out[{i}]: tool_result {tid!r} precedes (or has no) tool_use"
+                prev = _blocks(out[i - 1]) if i else []
+                assert out[i - 1]["role"] == "assistant" and any(
+                    x["type"] == "tool_use" and x["id"] == tid for x in prev
+                ), f"out[{i}]: tool_result {tid!r} is not answering the previous assistant message"
+        uses = [b["id"] for b in _blocks(m) if b["type"] == "tool_use"]
+        seen.update(uses)
+        if uses and i + 1 < len(out):
+            answered = {b["tool_use_id"] for b in _blocks(out[i + 1]) if b["type"] == "tool_result"}
+            assert set(uses) <= answered, f"out[{i}]: tool_use {sorted(set(uses) - answered)} unanswered"
+
+
+def assert_good_fit(system: Any, inp: list[dict], out: list[dict], fit: ctxfast.Fit, ceiling: int, enc: Any,
+                    tools: list[dict] | None = None, tool_prompt: int = 0, *, pinned: bool = False) -> None:
+    assert_valid_for_the_api(out)
+    assert fit.total <= ceiling == fit.ceiling
+    assert fit.total == documented_total(system, out, enc, tools, tool_prompt)
+    start = current_start(inp)
+    current = inp[start:]
+    assert [id(m) for m in out[-len(current):]] == [id(m) for m in current], "the current turn changed"
+    position = {id(m): i for i, m in enumerate(inp)}
+    kept = [position[id(m)] for m in out if id(m) in position]
+    assert kept == sorted(kept)
+    for m in out:
+        if id(m) not in position:
+            assert m["role"] == "user" and isinstance(m["content"], str) and m["content"].startswith("[compacted]")
+    kept_set = set(kept)
+    ex = exchanges(inp)
+    for members in ex:
+        body = members[1:] if pinned and members is ex[0] else members
+        present = [i in kept_set for i in body]
+        assert all(present) or not any(present), f"exchange at {members[0]} was split"
+    if pinned and ex:
+        assert any(m is inp[ex[0][0]] for m in out)
+
+
+def _protected(system: str, inp: list[dict], enc: Any, tools=None, tool_prompt=0) -> int:
+    return documented_total(system, inp[current_start(inp):], enc, tools, tool_prompt)
+
+
+# ----------------------------------------------------------------------------------------------
+# Counting
+
+
+def test_system_is_counted_in_the_total(enc: Any) -> None:
+    msgs = [{"role": "user", "content": "Is the checkout service healthy?"}]
+    system = "You are the on-call assistant. Quote error messages exactly. " * 20
+    _, bare = fit_messages(None, msgs, 10_000)
+    _, with_system = fit_messages(system, msgs, 10_000)
+    assert with_system.total - bare.total == len(enc.encode_ordinary(system))
+    as_blocks = [{"type": "text", "text": system[:100]}, {"type": "text", "text": system[100:], "cache_control": {"type": "ephemeral"}}]
+    _, blocks = fit_messages(as_blocks, msgs, 10_000)
+    assert blocks.total == documented_total(as_blocks, msgs, enc)
+    assert dict(with_system.trace.start)["system"] == len(enc.encode_ordinary(system))
+
+
+@pytest.mark.parametrize("model,auto,forced", [
+    ("claude-sonnet-4-5-20250929", 496, 588),
+    ("claude-opus-4-1-20250805", 313, 315),
+    ("claude-sonnet-4-20250514", 313, 315),
+    ("claude-3-7-sonnet-20250219", 346, 313),
+    ("claude-3-5-haiku-20241022", 264, 355),
+    ("claude-opus-4-6", 497, 589),
+    ("claude-opus-4-7", 675, 804),
+    ("claude-opus-4-8", 290, 410),
+    ("claude-sonnet-5", 354, 474),
+])
+def test_model_adds_the_documented_tool_system_prompt(model: str, auto: int, forced: int, enc: Any) -> None:
+    system, msgs = "Be brief.", [{"role": "user", "content": "weather in Paris?"}]
+    _, no_model = fit_messages(system, msgs, 100_000, tools=TOOLS)
+    assert no_model.total == documented_total(system, msgs, enc, TOOLS)
+    for choice, extra in (("auto", auto), ("none", auto), ("any", forced), ("tool", forced)):
+        _, f = fit_messages(system, msgs, 100_000, tools=TOOLS, model=model, tool_choice=choice)
+        assert f.total - no_model.total == extra, (model, choice)
+    # no tools: no tool system prompt, whatever the model
+    _, a = fit_messages(system, msgs, 100_000, model=model)
+    _, b = fit_messages(system, msgs, 100_000)
+    assert a.total == b.total
+    assert TOOL_SYSTEM_PROMPT  # the table is public data
+
+
+def test_unknown_model_adds_nothing() -> None:
+    msgs = [{"role": "user", "content": "hi"}]
+    _, a = fit_messages(None, msgs, 100_000, tools=TOOLS, model="gpt-4o")
+    _, b = fit_messages(None, msgs, 100_000, tools=TOOLS)
+    assert a.total == b.total
+
+
+def test_tool_prompt_is_protected_and_can_make_it_unfittable(enc: Any) -> None:
+    system, msgs = anthropic_session(3, 4)
+    model = "claude-sonnet-4-5"
+    protected = _protected(system, msgs, enc, TOOLS, 496)
+    out, fit = fit_messages(system, msgs, protected, tools=TOOLS, model=model)
+    assert fit.total == protected and out == msgs[current_start(msgs):]
+    with pytest.raises(Unfittable) as info:
+        fit_messages(system, msgs, protected - 1, tools=TOOLS, model=model)
+    assert info.value.shortfall == 1
+
+
+def test_images_and_thinking(enc: Any) -> None:
+    msgs = [
+        {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
+                                     {"type": "text", "text": "What is in this graph?"}]},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "long private reasoning " * 50, "signature": "s"},
+                                          {"type": "text", "text": "A latency spike."}]},
+        {"role": "user", "content": "When?"},
+    ]
+    _, fit = fit_messages(None, msgs, 100_000)
+    assert fit.total == documented_total(None, msgs, enc)
+    assert fit.total > IMAGE_TOKENS
+
+
+# ----------------------------------------------------------------------------------------------
+# Generated sessions
+
+
+FRACTIONS = (1.0, 0.8, 0.55, 0.35, 0.2, 0.08)
+
+
+def _ceilings(system: str, msgs: list[dict], enc: Any, tools=None, tool_prompt=0) -> list[int]:
+    full = documented_total(system, msgs, enc, tools, tool_prompt)
+    floor = _protected(system, msgs, enc, tools, tool_prompt)
+    return sorted({int(full * f) for f in FRACTIONS} | {floor - 1, floor, floor + 1, full + 100}, reverse=True)
+
+
+@pytest.mark.parametrize("seed,turns,mid_loop", [(1, 14, False), (2, 25, True), (3, 7, False), (4, 40, False)])
+def test_sessions_default_policy(seed: int, turns: int, mid_loop: bool, enc: Any) -> None:
+    system, msgs = anthropic_session(seed, turns, end_mid_loop=mid_loop)
+    snapshot = json.dumps(msgs)
+    seen = set()
+    for ceiling in _ceilings(system, msgs, enc, TOOLS, 313):
+        kw = dict(tools=TOOLS, model="claude-sonnet-4-20250514")
+        if ceiling < _protected(system, msgs, enc, TOOLS, 313):
+            with pytest.raises(Unfittable):
+                fit_messages(system, msgs, ceiling, **kw)
+            seen.add("unfittable")
+            continue
+        out, fit = fit_messages(system, msgs, ceiling, **kw)
+        assert_good_fit(system, msgs, out, fit, ceiling, enc, TOOLS, 313)
+        seen.add("digest" if any(isinstance(m["content"], str) and m["content"].startswith("[compacted]") for m in out)
+                 else "untouched" if len(out) == len(msgs) else "dropped")
+    assert json.dumps(msgs) == snapshot
+    assert {"untouched", "digest", "unfittable"} <= seen, seen
+
+
+@pytest.mark.parametrize("policy", PRESETS)
+@pytest.mark.parametrize("pin", [False, True])
+def test_sessions_every_preset(policy: str, pin: bool, enc: Any) -> None:
+    system, msgs = anthropic_session(21, 16)
+    fitted = 0
+    for ceiling in _ceilings(system, msgs, enc):
+        try:
+            out, fit = fit_messages(system, msgs, Budget(ceiling + 512, 512), policy=policy, pin_first_user=pin)
+        except Unfittable as e:
+            assert e.total > e.ceiling == ceiling
+            continue
+        fitted += 1
+        assert_good_fit(system, msgs, out, fit, ceiling, enc, pinned=pin)
+    assert fitted >= 3
+
+
+def test_pin_first_user(enc: Any) -> None:
+    system, msgs = anthropic_session(5, 12)
+    first = msgs[0]
+    ceiling = _protected(system, msgs, enc) + documented_total(None, [first], enc) + 50
+    out, fit = fit_messages(system, msgs, ceiling, pin_first_user=True)
+    assert out[0] is first
+    assert_good_fit(system, msgs, out, fit, ceiling, enc, pinned=True)
+    out2, _ = fit_messages(system, msgs, ceiling)
+    assert out2[0] is not first and out2[0]["role"] == "user"
+
+
+def test_round_trip_unchanged(enc: Any) -> None:
+    system, msgs = anthropic_session(6, 9, end_mid_loop=True)
+    before = json.dumps(msgs, ensure_ascii=False)
+    full = documented_total(system, msgs, enc, TOOLS, 496)
+    for budget in (full, Budget(full + 8192, 8192), 10**7):
+        out, fit = fit_messages(system, msgs, budget, tools=TOOLS, model="claude-haiku-4-5")
+        assert json.dumps(out, ensure_ascii=False) == before
+        assert all(a is b for a, b in zip(out, msgs, strict=True))
+        assert fit.total == full and not fit.evicted
+    assert json.dumps(msgs, ensure_ascii=False) == before
+
+
+def test_multi_step_exchange_leaves_whole(enc: Any) -> None:
+    """A tool_result-only user message continues its exchange; dropping the exchange drops all of it."""
+    system, msgs = anthropic_session(8, 10)
+    ex = exchanges(msgs)
+    long_one = max(ex, key=len)
+    assert len(long_one) >= 5  # user, assistant+tool_use, user(tool_result), ..., answer
+    for ceiling in _ceilings(system, msgs, enc)[1:-2]:
+        out, fit = fit_messages(system, msgs, ceiling, policy="context_window")
+        kept = {id(m) for m in out}
+        present = [id(msgs[i]) in kept for i in long_one]
+        assert all(present) or not any(present)
+        assert_valid_for_the_api(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), turns=st.integers(1, 30), fraction=st.floats(0.02, 1.1),
+       mid_loop=st.booleans(), pin=st.booleans(), policy=st.sampled_from(PRESETS))
+def test_property_any_session(seed: int, turns: int, fraction: float, mid_loop: bool, pin: bool, policy: str,
+                              enc: Any) -> None:
+    system, msgs = anthropic_session(seed, turns, end_mid_loop=mid_loop)
+    ceiling = max(1, int(documented_total(system, msgs, enc) * fraction))
+    try:
+        out, fit = fit_messages(system, msgs, ceiling, policy=policy, pin_first_user=pin)
+    except Unfittable as e:
+        assert e.total > ceiling
+        return
+    assert_good_fit(system, msgs, out, fit, ceiling, enc, pinned=pin)
+
+
+# ----------------------------------------------------------------------------------------------
+# Unfittable and bad input
+
+
+def test_unfittable_when_system_and_current_turn_exceed(enc: Any) -> None:
+    system = "Follow the runbook. " * 400
+    msgs = [{"role": "user", "content": "old"}, {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "What changed in the 14:10 deploy?"}]
+    protected = _protected(system, msgs, enc)
+    with pytest.raises(Unfittable) as info:
+        fit_messages(system, msgs, protected - 10)
+    e = info.value
+    assert e.total == protected and e.ceiling == protected - 10 and e.shortfall == 10
+    labels = [label for label, _ in e.components]
+    assert "system" in labels and "current_turn" in labels
+    out, fit = fit_messages(system, msgs, protected)
+    assert out == msgs[2:] and out[0] is msgs[2] and fit.total == protected
+
+
+U = {"role": "user", "content": "hi"}
+
+
+@pytest.mark.parametrize(
+    "call,exc,where",
+    [
+        (lambda: fit_messages(None, "hi", 100), ArgumentTypeError, "messages"),
+        (lambda: fit_messages(None, {"role": "user"}, 100), ArgumentTypeError, "messages"),
+        (lambda: fit_messages(None, [U, 5], 100), ArgumentTypeError, r"messages\[1\]"),
+        (lambda: fit_messages(None, [U, {"role": "system", "content": "x"}], 100), InvalidArgumentError, r"messages\[1\]\.role"),
+        (lambda: fit_messages(None, [U, {"content": "x"}], 100), InvalidArgumentError, r"messages\[1\]\.role"),
+        (lambda: fit_messages(None, [U, {"role": "assistant", "content": None}], 100), ArgumentTypeError, r"messages\[1\]\.content"),
+        (lambda: fit_messages(None, [U, {"role": "assistant", "content": [{"text": "x"}]}], 100), ArgumentTypeError,
+         r"messages\[1\]\.content\[0\]"),
+        (lambda: fit_messages(None, [U, {"role": "assistant", "content": ["x"]}], 100), ArgumentTypeError,
+         r"messages\[1\]\.content\[0\]"),
+        (lambda: fit_messages(5, [U], 100), ArgumentTypeError, "system"),
+        (lambda: fit_messages(None, [U], -3), InvalidArgumentError, "window"),
+        (lambda: fit_messages(None, [U], Budget(10, 10)), InvalidArgumentError, "reserve"),
+        (lambda: fit_messages(None, [U], 100, policy="nope"), InvalidArgumentError, "nope"),
+        (lambda: fit_messages(None, [U], 100, tokenizer=3.5), ArgumentTypeError, "tokenizer"),
+    ],
+    ids=["str", "dict", "non-dict", "system role", "no role", "content None", "block without type",
+         "block str", "system int", "negative", "reserve=window", "preset", "tokenizer float"],
+)
+def test_bad_input(call, exc, where) -> None:
+    with pytest.raises(exc, match=where) as info:
+        call()
+    assert isinstance(info.value, CtxfastError)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bugs
+
+
+def _mixed_session() -> list[dict]:
+    """A user turn that returns a tool_result AND asks a follow-up in the same message (valid API
+    input; Claude Code and most agent loops send this shape)."""
+    pad = "lorem ipsum dolor sit amet " * 40
+    return [
+        {"role": "user", "content": "first question " + pad},
+        {"role": "assistant", "content": [{"type": "text", "text": "checking"},
+                                          {"type": "tool_use", "id": "toolu_1", "name": "search_code", "input": {"pattern": "x"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "result " + pad},
+                                     {"type": "text", "text": "also, what about y?"}]},
+        {"role": "assistant", "content": "answer"},
+    ]
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a user message holding tool_result blocks AND text opens a new "
+                                       "exchange, so its tool_use (previous exchange) can be dropped: the output "
+                                       "starts with an orphaned tool_result, which the API rejects")
+def test_bug_tool_result_with_text_is_orphaned() -> None:
+    msgs = _mixed_session()
+    out, fit = fit_messages("sys", msgs, 400)
+    assert_valid_for_the_api(out)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="bug: tool_result content that is neither str nor list raises a bare TypeError "
+                          "('int' object is not iterable), not a CtxfastError naming messages[i]")
+def test_bug_tool_result_content_type() -> None:
+    msgs = [U, {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 5}]}]
+    with pytest.raises(CtxfastError, match=r"messages\[2\]"):
+        fit_messages(None, msgs, 100)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a non-dict tool (here a str) is accepted and counted as JSON text")
+def test_bug_non_dict_tool_rejected() -> None:
+    with pytest.raises(ArgumentTypeError, match=r"tools\[0\]"):
+        fit_messages(None, [U], 100, tools=["search_code"])
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="bug: a tool or tool_use input that is not JSON-serialisable raises json's bare "
+                          "TypeError, not a CtxfastError naming tools[i] / messages[i]")
+def test_bug_unserialisable_tool_input() -> None:
+    msgs = [U, {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {"x": object()}}]}]
+    with pytest.raises(CtxfastError, match=r"messages\[1\]"):
+        fit_messages(None, msgs, 100)
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="bug: model= that is not a str raises AttributeError ('int' has no 'startswith')")
+def test_bug_model_type() -> None:
+    with pytest.raises(ArgumentTypeError, match="model"):
+        fit_messages(None, [U], 100, tools=TOOLS, model=4)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: tool_choice in the API's own form ({'type': 'any'}) is silently "
+                                       "treated as 'auto': 496 instead of 588 tokens on claude-sonnet-4-5")
+def test_bug_tool_choice_dict_form() -> None:
+    _, auto = fit_messages(None, [U], 10_000, tools=TOOLS, model="claude-sonnet-4-5", tool_choice="auto")
+    _, forced = fit_messages(None, [U], 10_000, tools=TOOLS, model="claude-sonnet-4-5",
+                             tool_choice={"type": "any"})  # type: ignore[arg-type]
+    assert forced.total - auto.total == 588 - 496
+
+
+@pytest.mark.xfail(strict=True, reason="bug: an empty message list returns [] (the API requires at least one "
+                                       "message) instead of raising; SPEC 9 'empty input'")
+def test_bug_empty_messages() -> None:
+    with pytest.raises(InvalidArgumentError, match="messages"):
+        fit_messages("You are helpful.", [], 100)
+
+
+def test_kept_messages_are_the_callers_objects(enc: Any) -> None:
+    system, msgs = anthropic_session(9, 20)
+    copies = copy.deepcopy(msgs)
+    out, fit = fit_messages(system, msgs, int(documented_total(system, msgs, enc) * 0.4))
+    ids = {id(m) for m in msgs}
+    for m in out:
+        if id(m) in ids:
+            assert m == copies[msgs.index(m)]
+    assert msgs == copies
+    assert sum(id(m) in ids for m in out) >= len(msgs[current_start(msgs):])

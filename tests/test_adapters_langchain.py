@@ -1,0 +1,514 @@
+"""``ctxfast.langchain.trim_messages`` against LangChain's own ``trim_messages``.
+
+Each ``test_langchain_*`` case first shows the defect in LangChain's function (asserting it, so
+the test documents it and notices when LangChain changes), then runs ctxfast's replacement on the
+same messages with the same ``max_tokens`` and checks that the result is a request a provider
+accepts: no ToolMessage without the AIMessage that called it, no AIMessage tool call without its
+results, the system message kept, and the last human message (the current question) kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages import trim_messages as lc_trim  # noqa: E402
+
+import ctxfast  # noqa: E402
+from ctxfast import (  # noqa: E402
+    ArgumentTypeError,
+    CounterError,
+    CtxfastError,
+    InvalidArgumentError,
+    Tokenizer,
+    Unfittable,
+)
+from ctxfast.langchain import trim_messages  # noqa: E402
+from ctxfast.openai import fit_messages as openai_fit  # noqa: E402
+
+# ----------------------------------------------------------------------------------------------
+# Counters and sessions
+
+TOK = Tokenizer.default()
+
+
+def count_list(messages):  # noqa: ANN001 - unannotated, as most user counters are
+    """A list counter: OpenAI framing over a list of messages (3 + content + tool calls each, +3)."""
+    n = 3
+    for m in messages:
+        n += 3 + TOK.count(m.content if isinstance(m.content, str) else json.dumps(m.content))
+        for tc in getattr(m, "tool_calls", None) or ():
+            n += TOK.count(tc["name"]) + TOK.count(json.dumps(tc["args"])) + 3
+    return n
+
+
+def count_one(message: BaseMessage) -> int:
+    """A per-message counter. The annotation is a string here (``from __future__ import
+    annotations``): LangChain does not recognise it (issue #35629); ctxfast does."""
+    return count_list([message]) - 3
+
+
+class Recorder:
+    """Wraps a list counter and keeps every list it was handed."""
+
+    def __init__(self, inner=count_list) -> None:  # noqa: ANN001
+        self.inner = inner
+        self.calls: list[list[BaseMessage]] = []
+
+    def __call__(self, messages):  # noqa: ANN001
+        self.calls.append(list(messages))
+        return self.inner(messages)
+
+
+_WORDS = (
+    "the checkout service returned 502 after the deploy pod readiness selector label upstream keepalive "
+    "timeout replica canary rollback latency error queue worker retry cache index migration"
+).split()
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n)) + "."
+
+
+def lc_session(seed: int, turns: int) -> list[BaseMessage]:
+    """SystemMessage, then ``turns`` exchanges (Human, 0-3 x [AI tool_calls, ToolMessage...], AI),
+    then the current HumanMessage."""
+    rng = random.Random(seed)
+    msgs: list[BaseMessage] = [SystemMessage("You are Harbor, the platform assistant. " + _words(rng, 120))]
+    cid = 0
+    for t in range(1, turns + 1):
+        msgs.append(HumanMessage(f"Turn {t}. " + _words(rng, rng.randint(5, 60))))
+        for _ in range(rng.choice((0, 1, 1, 2, 3))):
+            calls = []
+            for _ in range(rng.choice((1, 1, 2))):
+                cid += 1
+                calls.append({"name": rng.choice(("search_code", "tail_logs", "read_file")),
+                              "args": {"q": _words(rng, 3), "n": rng.randint(1, 99)}, "id": f"call_{cid}",
+                              "type": "tool_call"})
+            msgs.append(AIMessage(content="" if rng.random() < 0.6 else _words(rng, 12), tool_calls=calls))
+            for c in calls:
+                msgs.append(ToolMessage(_words(rng, rng.randint(20, 500)), tool_call_id=c["id"], name=c["name"]))
+        msgs.append(AIMessage(_words(rng, rng.randint(10, 150))))
+    msgs.append(HumanMessage("The current question: " + _words(rng, 30)))
+    return msgs
+
+
+def structure_defect(out: list[BaseMessage]) -> str | None:
+    """None when a provider accepts the order of ``out``, else what is wrong."""
+    called: set[str] = set()
+    pending: set[str] = set()
+    for i, m in enumerate(out):
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in called:
+                return f"orphaned ToolMessage at {i} ({m.tool_call_id})"
+            pending.discard(m.tool_call_id)
+            continue
+        if pending:
+            return f"tool calls {sorted(pending)} without results before {i}"
+        if isinstance(m, AIMessage) and m.tool_calls:
+            ids = {tc["id"] for tc in m.tool_calls}
+            called |= ids
+            pending |= ids
+    if pending:
+        return f"tool calls {sorted(pending)} without results at the end"
+    first_non_system = next((m for m in out if not isinstance(m, SystemMessage)), None)
+    if isinstance(first_non_system, AIMessage):
+        return "an AI message without the question it answers"
+    return None
+
+
+def assert_ctxfast_ok(inp: list[BaseMessage], out: list[BaseMessage], max_tokens: int) -> None:
+    assert structure_defect(out) is None, structure_defect(out)
+    assert out[0] is inp[0] and isinstance(out[0], SystemMessage), "the system message was dropped"
+    assert out[-1] is inp[-1] and isinstance(out[-1], HumanMessage), "the current question was dropped"
+    assert isinstance(out, list) and isinstance(out.fit, ctxfast.Fit)
+    assert out.fit.total <= max_tokens
+    ids = {id(m) for m in inp}
+    for m in out:
+        assert id(m) in ids or (isinstance(m, HumanMessage) and m.content.startswith("[compacted]"))
+
+
+# ----------------------------------------------------------------------------------------------
+# LangChain's defects, and ctxfast on the same input
+
+
+def _orphan_case() -> list[BaseMessage]:
+    return [
+        SystemMessage("Be brief."),
+        HumanMessage("What is in the deploy log?"),
+        AIMessage("I will read the deploy log and then the service configuration to compare them. " * 4,
+                  tool_calls=[{"name": "tail_logs", "args": {"service": "checkout"}, "id": "call_1", "type": "tool_call"}]),
+        ToolMessage("2 errors: 502 upstream", tool_call_id="call_1"),
+        AIMessage("Two 502s from the upstream."),
+        HumanMessage("What should I do?"),
+    ]
+
+
+def test_langchain_orphans_a_tool_message() -> None:
+    msgs = _orphan_case()
+    budget = 60
+    lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="last", include_system=True)
+    assert [type(m).__name__ for m in lc] == ["SystemMessage", "ToolMessage", "AIMessage", "HumanMessage"]
+    assert structure_defect(lc).startswith("orphaned ToolMessage")
+    out = trim_messages(msgs, max_tokens=budget, token_counter=count_list)
+    assert_ctxfast_ok(msgs, out, budget)
+    assert not any(isinstance(m, ToolMessage) for m in out)
+
+
+def test_langchain_keeps_an_answer_without_its_question() -> None:
+    msgs = [SystemMessage("Be brief."), HumanMessage("Paste of a 3,000-line stack trace: " + "frame " * 300),
+            AIMessage("The null pointer comes from the cache layer."), HumanMessage("And the fix?")]
+    lc = lc_trim(msgs, max_tokens=60, token_counter=count_list, strategy="last", include_system=True)
+    assert [type(m).__name__ for m in lc] == ["SystemMessage", "AIMessage", "HumanMessage"]
+    assert structure_defect(lc) == "an AI message without the question it answers"
+    out = trim_messages(msgs, max_tokens=60, token_counter=count_list)
+    assert_ctxfast_ok(msgs, out, 60)
+    assert out == [msgs[0], msgs[3]]
+
+
+def test_langchain_defaults_drop_the_system_message() -> None:
+    msgs = [SystemMessage("You are the on-call assistant. Never suggest deleting a namespace."),
+            HumanMessage("q1 " * 30), AIMessage("a1 " * 30), HumanMessage("Can I delete the staging namespace?")]
+    lc = lc_trim(msgs, max_tokens=50, token_counter=count_list)  # LangChain's default include_system=False
+    assert not any(isinstance(m, SystemMessage) for m in lc)
+    out = trim_messages(msgs, max_tokens=50, token_counter=count_list)  # ctxfast's defaults
+    assert_ctxfast_ok(msgs, out, 50)
+
+
+def test_langchain_returns_only_the_system_message() -> None:
+    msgs = [SystemMessage("Operating policy. " * 200), HumanMessage("hi"), AIMessage("hello"), HumanMessage("status?")]
+    lc = lc_trim(msgs, max_tokens=100, token_counter=count_list, strategy="last", include_system=True)
+    assert lc == [msgs[0]]  # no error, and the question is gone
+    with pytest.raises(Unfittable) as info:
+        trim_messages(msgs, max_tokens=100, token_counter=count_list)
+    assert info.value.ceiling == 100 and info.value.total > 100
+    assert "system" in str(info.value) and "current_turn" in str(info.value)
+
+
+def test_langchain_strategy_first_drops_the_current_question() -> None:
+    msgs = lc_session(4, 6)
+    budget = count_list(msgs) // 2
+    lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="first")
+    assert lc[-1] is not msgs[-1]
+    out = trim_messages(msgs, max_tokens=budget, token_counter=count_list, strategy="first")
+    assert_ctxfast_ok(msgs, out, budget)
+
+
+def test_langchain_feeds_its_counter_reversed_lists() -> None:
+    """Peer complaint (langchain #29637): provider counters reject a ToolMessage before its AIMessage."""
+    msgs = lc_session(2, 12)
+    rec = Recorder()
+    lc_trim(msgs, max_tokens=count_list(msgs) // 3, token_counter=rec, strategy="last", include_system=True)
+    position = {id(m): i for i, m in enumerate(msgs)}
+
+    def out_of_order(call: list[BaseMessage]) -> bool:
+        idx = [position[id(m)] for m in call if id(m) in position]
+        return idx != sorted(idx)
+
+    assert any(out_of_order(c) for c in rec.calls), "LangChain no longer reverses: update the docs"
+    rec2 = Recorder()
+    trim_messages(msgs, max_tokens=count_list(msgs) // 3, token_counter=rec2)
+    assert not any(out_of_order(c) for c in rec2.calls)
+    # one call per message, each message once (no binary-search re-counting)
+    assert len(rec2.calls) == len(msgs) and [c[0] for c in rec2.calls] == msgs
+    assert len(rec.calls) < len(msgs) and sum(map(len, rec.calls)) > len(msgs)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sessions_langchain_orphans_ctxfast_never(seed: int) -> None:
+    msgs = lc_session(seed, 15)
+    full = count_list(msgs)
+    lc_defects = 0
+    for frac in (0.95, 0.8, 0.6, 0.4, 0.25, 0.1):
+        budget = int(full * frac)
+        lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="last", include_system=True)
+        lc_defects += structure_defect(lc) is not None
+        try:
+            out = trim_messages(msgs, max_tokens=budget, token_counter=count_list)
+        except Unfittable as e:
+            assert e.total > budget
+            continue
+        assert_ctxfast_ok(msgs, out, budget)
+        assert count_list(out) <= budget  # the user's own counter agrees that it fits
+    assert lc_defects >= 1
+
+
+# ----------------------------------------------------------------------------------------------
+# token_counter forms
+
+
+def test_list_counter_is_called_per_message() -> None:
+    msgs = lc_session(5, 10)
+    rec = Recorder()
+    budget = count_list(msgs) * 2
+    out = trim_messages(msgs, max_tokens=budget, token_counter=rec)
+    assert list(out) == msgs and all(a is b for a, b in zip(out, msgs))
+    assert [len(c) for c in rec.calls] == [1] * len(msgs)
+    assert out.fit.total == sum(count_list([m]) for m in msgs)  # no reply priming: the counter owns framing
+
+
+def test_per_message_counter_with_postponed_annotation() -> None:
+    msgs = [SystemMessage("Be brief."), HumanMessage("one " * 40), AIMessage("two " * 40), HumanMessage("now?")]
+    with pytest.raises(AttributeError):  # LangChain #35629: it calls count_one(list)
+        lc_trim(msgs, max_tokens=60, token_counter=count_one)
+    out = trim_messages(msgs, max_tokens=60, token_counter=count_one)
+    assert out == [msgs[0], msgs[3]]
+    assert out.fit.total == count_one(msgs[0]) + count_one(msgs[3])
+
+
+def test_chat_model_counter() -> None:
+    class FakeModel:
+        def __init__(self) -> None:
+            self.seen: list[int] = []
+
+        def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:
+            self.seen.append(len(messages))
+            return count_list(messages)
+
+    model = FakeModel()
+    msgs = lc_session(6, 8)
+    budget = count_list(msgs) // 2
+    out = trim_messages(msgs, max_tokens=budget, token_counter=model)
+    assert_ctxfast_ok(msgs, out, budget)
+    assert set(model.seen) == {1} and len(model.seen) == len(msgs)
+
+
+def test_approximate_counter() -> None:
+    msgs = [SystemMessage("Be brief."), HumanMessage("a" * 401), AIMessage("b" * 399), HumanMessage("now?")]
+    out = trim_messages(msgs, max_tokens=10_000, token_counter="approximate")
+    assert out.fit.total == sum(3 + math.ceil(len(m.content) / 4) for m in msgs)
+    small = trim_messages(msgs, max_tokens=20, token_counter="approximate")
+    assert small == [msgs[0], msgs[3]] and small.fit.total == (3 + 3) + (3 + 1)
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_no_counter_is_exact_openai_framing(encoding: str) -> None:
+    """token_counter=None: the OpenAI adapter's count of the same conversation."""
+    msgs = lc_session(7, 9)
+    dicts: list[dict[str, Any]] = []
+    for m in msgs:
+        if isinstance(m, SystemMessage):
+            dicts.append({"role": "system", "content": m.content})
+        elif isinstance(m, HumanMessage):
+            dicts.append({"role": "user", "content": m.content})
+        elif isinstance(m, ToolMessage):
+            dicts.append({"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id})
+        else:
+            d: dict[str, Any] = {"role": "assistant", "content": m.content}
+            if m.tool_calls:
+                d["tool_calls"] = [{"id": tc["id"], "type": "function",
+                                    "function": {"name": tc["name"], "arguments": str(tc["args"])}}
+                                   for tc in m.tool_calls]
+            dicts.append(d)
+    tok = Tokenizer.from_encoding(encoding)
+    _, oa = openai_fit(dicts, 10**7, tokenizer=tok)
+    out = trim_messages(msgs, max_tokens=10**7, tokenizer=tok)
+    assert out.fit.total == oa.total
+    for frac in (0.5, 0.2):
+        budget = int(oa.total * frac)
+        oa_out, oa_fit = openai_fit(dicts, budget, tokenizer=tok)
+        out = trim_messages(msgs, max_tokens=budget, tokenizer=tok)
+        assert out.fit.total == oa_fit.total and len(out) == len(oa_out)
+        assert_ctxfast_ok(msgs, out, budget)
+
+
+def test_strategy_first_keeps_the_oldest_exchanges() -> None:
+    msgs = lc_session(8, 10)
+    budget = count_list(msgs) // 3
+    out = trim_messages(msgs, max_tokens=budget, token_counter=count_list, strategy="first")
+    assert_ctxfast_ok(msgs, out, budget)
+    last = trim_messages(msgs, max_tokens=budget, token_counter=count_list, policy="context_window")
+    assert out[1] is msgs[1], "strategy='first' should keep the first exchange"
+    assert last[1] is not msgs[1]
+    assert out.fit.rungs_fired == ["exchanges.drop_newest"]
+
+
+def test_allow_partial_truncates_copies() -> None:
+    """Under a policy with floors (troubleshooting keeps the first and the last 3 exchanges), the
+    partial rung shortens the oldest kept bodies: copies, never the caller's objects."""
+    msgs = lc_session(3, 8)
+    before = [m.model_dump() for m in msgs]
+    full = trim_messages(msgs, max_tokens=10**7).fit.total
+    budget = int(full * 0.2)
+    out = trim_messages(msgs, max_tokens=budget, allow_partial=True, policy="troubleshooting")
+    assert out.fit.truncated and out.fit.total <= budget
+    assert structure_defect(out) is None
+    originals = {id(m): m for m in msgs}
+    copies = [m for m in out if id(m) not in originals]
+    assert len(copies) == len(out.fit.truncated)
+    for m in copies:
+        orig = next(o for o in msgs if type(o) is type(m) and o.id == m.id and o.content.startswith(m.content)
+                    and len(o.content) > len(m.content))
+        assert {k: v for k, v in m.model_dump().items() if k != "content"} == {
+            k: v for k, v in orig.model_dump().items() if k != "content"}
+    assert [m.model_dump() for m in msgs] == before
+    with pytest.raises(Unfittable):  # without the partial rung, the floors do not fit
+        trim_messages(msgs, max_tokens=budget, policy="troubleshooting")
+
+
+def test_result_carries_the_fit_and_reserve() -> None:
+    msgs = lc_session(9, 6)
+    out = trim_messages(msgs, max_tokens=3000, reserve=1000)
+    assert isinstance(out, list) and isinstance(out.fit, ctxfast.Fit)
+    assert out.fit.ceiling == 2000 and out.fit.total <= 2000
+    assert "ceiling 2,000" in out.fit.explain()
+
+
+def test_pin_first_user() -> None:
+    msgs = lc_session(10, 12)
+    budget = count_list([msgs[0], msgs[1], msgs[-1]]) + 40
+    out = trim_messages(msgs, max_tokens=budget, token_counter=count_list, pin_first_user=True)
+    assert out[1] is msgs[1]
+    assert_ctxfast_ok(msgs, out, budget)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bad input
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,where",
+    [
+        (dict(messages="hello", max_tokens=100), ArgumentTypeError, "messages"),
+        (dict(messages=None, max_tokens=100), ArgumentTypeError, "messages"),
+        (dict(messages=[HumanMessage("x"), "y"], max_tokens=100), ArgumentTypeError, r"messages\[1\]"),
+        (dict(messages=[{"role": "user", "content": "x"}], max_tokens=100), ArgumentTypeError, r"messages\[0\]"),
+        (dict(messages=[HumanMessage("x")], max_tokens=100, strategy="middle"), InvalidArgumentError, "strategy"),
+        (dict(messages=[HumanMessage("x")], max_tokens=100, token_counter=5), ArgumentTypeError, "token_counter"),
+        (dict(messages=[HumanMessage("x")], max_tokens=-1), InvalidArgumentError, "window"),
+        (dict(messages=[HumanMessage("x")], max_tokens="100"), ArgumentTypeError, "window"),
+        (dict(messages=[HumanMessage("x")], max_tokens=100, reserve=100), InvalidArgumentError, "reserve"),
+        (dict(messages=[HumanMessage("x")], max_tokens=100, policy="nope"), InvalidArgumentError, "nope"),
+    ],
+    ids=["str", "None", "str item", "dict item", "strategy", "counter int", "negative", "str budget",
+         "reserve=max", "preset"],
+)
+def test_bad_input(kwargs, exc, where) -> None:
+    messages = kwargs.pop("messages")
+    with pytest.raises(exc, match=where) as info:
+        trim_messages(messages, **kwargs)
+    assert isinstance(info.value, CtxfastError)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bugs
+
+
+@pytest.mark.xfail(strict=True, reason="bug: include_system=False is a no-op; the system message stays "
+                                       "protected, so this raises Unfittable instead of trimming it as "
+                                       "LangChain's include_system=False does")
+def test_bug_include_system_false_lets_the_system_message_go() -> None:
+    msgs = [SystemMessage("Operating policy. " * 200), HumanMessage("old"), AIMessage("ok"), HumanMessage("status?")]
+    out = trim_messages(msgs, max_tokens=100, include_system=False, token_counter=count_list)
+    assert out[-1] is msgs[-1] and not any(isinstance(m, SystemMessage) for m in out)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: token_counter='approximate' counts only message text: an "
+                                       "AIMessage's tool_calls (name + args) cost nothing, unlike LangChain's "
+                                       "count_tokens_approximately, so trimmed requests overflow")
+def test_bug_approximate_counts_tool_calls() -> None:
+    args = {"query": "x" * 4000}
+    with_call = [HumanMessage("find"), AIMessage("", tool_calls=[{"name": "search", "args": args, "id": "c",
+                                                                 "type": "tool_call"}]),
+                 ToolMessage("found", tool_call_id="c"), HumanMessage("now?")]
+    without = [with_call[0], AIMessage(""), with_call[2], with_call[3]]
+    a = trim_messages(with_call, max_tokens=10**6, token_counter="approximate").fit.total
+    b = trim_messages(without, max_tokens=10**6, token_counter="approximate").fit.total
+    assert a - b >= 1000
+
+
+@pytest.mark.xfail(strict=True, reason="bug: with a user token_counter, digests are counted by the default "
+                                       "o200k tokenizer (+4), not by the user's counter, so fit.total is not the "
+                                       "counter's count of the output and the output can exceed max_tokens")
+def test_bug_digests_counted_with_the_users_counter() -> None:
+    def chars(messages):  # noqa: ANN001 - e.g. a character-based budget for a non-OpenAI model
+        return sum(10 + len(m.content) for m in messages)
+
+    msgs = lc_session(2, 10)
+    full = sum(chars([m]) for m in msgs)
+    budget = int(full * 0.6)
+    out = trim_messages(msgs, max_tokens=budget, token_counter=chars)
+    assert any(m.content.startswith("[compacted]") for m in out)
+    assert out.fit.total == sum(chars([m]) for m in out)
+    assert sum(chars([m]) for m in out) <= budget
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a counter the adapter calls with a lone [ToolMessage] (no "
+                                       "AIMessage before it): a provider count endpoint (Anthropic's) rejects "
+                                       "that list, as in langchain #29637")
+def test_bug_counter_never_sees_an_orphaned_tool_message() -> None:
+    def strict(messages):  # noqa: ANN001 - validates like Anthropic's count_tokens endpoint
+        called = {tc["id"] for m in messages for tc in (getattr(m, "tool_calls", None) or ())}
+        for m in messages:
+            if isinstance(m, ToolMessage) and m.tool_call_id not in called:
+                raise ValueError("tool_result without a tool_use in the previous message")
+        return count_list(messages)
+
+    msgs = lc_session(3, 5)
+    trim_messages(msgs, max_tokens=count_list(msgs) // 2, token_counter=strict)
+
+
+@pytest.mark.xfail(strict=True, raises=(AttributeError, TypeError, ValueError),
+                   reason="bug: a counter that raises or returns a non-count escapes as a bare exception; "
+                          "Tokenizer.from_callable wraps the same cases in CounterError")
+@pytest.mark.parametrize("counter", [
+    lambda m: len(m.content),  # a per-message lambda (unannotated): called with a list
+    lambda ms: None,
+    lambda ms: float("nan"),
+], ids=["per-message lambda", "returns None", "returns NaN"])
+def test_bug_counter_errors_are_counter_errors(counter) -> None:  # noqa: ANN001
+    msgs = [SystemMessage("s"), HumanMessage("x " * 50), AIMessage("y " * 50), HumanMessage("now")]
+    with pytest.raises(CounterError):
+        trim_messages(msgs, max_tokens=30, token_counter=counter)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: allow_partial=True never truncates under the default policy "
+                                       "(agent) or strategy='first': its truncate rung comes after a drop rung "
+                                       "without floors, which always reaches the ceiling first")
+def test_bug_allow_partial_inert_under_default_policy() -> None:
+    msgs = lc_session(3, 8)
+    full = trim_messages(msgs, max_tokens=10**7).fit.total
+    truncated = 0
+    for pct in range(5, 100, 3):
+        for strategy in ("last", "first"):
+            try:
+                out = trim_messages(msgs, max_tokens=full * pct // 100, allow_partial=True, strategy=strategy)
+            except Unfittable:
+                continue
+            truncated += len(out.fit.truncated)
+    assert truncated > 0
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a counter returning 2.7 is silently truncated to 2 tokens per "
+                                       "message (an undercount); Tokenizer.from_callable raises CounterError")
+def test_bug_fractional_count_rejected() -> None:
+    msgs = [SystemMessage("s"), HumanMessage("now")]
+    with pytest.raises(CounterError):
+        trim_messages(msgs, max_tokens=30, token_counter=lambda ms: 2.7)
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="bug: a list counter annotated Iterable[BaseMessage] is taken for a per-message "
+                          "counter (the check looks for 'BaseMessage' without 'list'/'sequence') and is "
+                          "handed one message, whose iteration yields pydantic field tuples")
+def test_bug_iterable_annotation_is_a_list_counter() -> None:
+    def counter(messages: Iterable[BaseMessage]) -> int:
+        return sum(3 + TOK.count(m.content) for m in messages)
+
+    msgs = [SystemMessage("s"), HumanMessage("x " * 50), AIMessage("y " * 50), HumanMessage("now")]
+    out = trim_messages(msgs, max_tokens=30, token_counter=counter)
+    assert out == [msgs[0], msgs[3]]
