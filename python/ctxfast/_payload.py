@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxfast._core import Budget, Fit, Policy, PromptLayer, Segment, Tokenizer, fit
-from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
+import re
+
+from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, TextEncodingError
 
 
 @dataclass
@@ -120,9 +122,14 @@ def fit_messages(
     (label, layer, tokens). ``make_digest(text)`` builds the provider message that stands in for
     a digested exchange, and ``with_text(message, text)`` copies a message with shorter text.
     """
+    if not records:
+        raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
     tok = resolve_tokenizer(tokenizer)
     strings = [s for r in records for s in r.counted]
-    counts = tok.count_many(strings) if strings else []
+    try:
+        counts = tok.count_many(strings) if strings else []
+    except TextEncodingError as e:
+        raise _locate(e, records) from e
     segments: list[Segment] = []
     at = 0
     for r in records:
@@ -157,3 +164,19 @@ def fit_messages(
         else:
             out.append(with_text(messages[index], seg.text))
     return out, result
+
+
+def _locate(err: TextEncodingError, records: list[Message]) -> TextEncodingError:
+    """Re-word a lone-surrogate error about the batch's strings in terms of the caller's messages."""
+    found = re.search(r"texts\[(\d+)\]", str(err))
+    if not found:
+        return err
+    at = int(found.group(1))
+    for r in records:
+        if at < len(r.counted):
+            return TextEncodingError(
+                f"messages[{r.index}] contains a lone surrogate, which is not valid Unicode text and "
+                "has no token count; clean it first, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
+            )
+        at -= len(r.counted)
+    return err

@@ -17,8 +17,8 @@ It takes the same common arguments. What is different:
   ``token_counter`` may be a callable over a list of messages, a callable over one message, a
   chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None. None means exact
   OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given.
-- **``allow_partial=True``** adds a last rung that truncates the oldest message bodies on a token
-  boundary. ``text_splitter`` is not used.
+- **``allow_partial=True``** raises ``UnsupportedOperationError``. To cut message bodies, pass a
+  policy with a ``truncate`` rung. ``text_splitter`` is not used.
 - **``strategy="first"``** keeps the oldest exchanges: newest goes first, but the current turn
   still never goes.
 """
@@ -26,12 +26,13 @@ It takes the same common arguments. What is different:
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
-from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
+from ctxfast._errors import ArgumentTypeError, CounterError, InvalidArgumentError, UnsupportedOperationError
 from ctxfast._payload import Message, assign_exchanges
 from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL
 
@@ -56,6 +57,26 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _tokens(value: Any) -> int:
+    """A counter's answer as whole tokens: fractions round up (never an undercount)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise CounterError(f"token_counter must return a number >= 0, it returned {value!r}")
+    return math.ceil(value)
+
+
+def _takes_one_message(counter: Callable[..., Any]) -> bool:
+    """True when the counter's first parameter is annotated as a single BaseMessage."""
+    try:
+        params = list(inspect.signature(counter).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if not params:
+        return False
+    annotation = params[0].annotation
+    name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    return str(name).split(".")[-1].strip("'\"") == "BaseMessage"
+
+
 def _per_message_counter(token_counter: Any) -> Callable[[Any], int] | None:
     """A function message -> tokens from LangChain's accepted counter forms, or None (native)."""
     if token_counter is None:
@@ -63,16 +84,11 @@ def _per_message_counter(token_counter: Any) -> Callable[[Any], int] | None:
     if token_counter == "approximate":
         return lambda m: _APPROX_PER_MESSAGE + -(-len(_text(m.content)) // int(_APPROX_CHARS_PER_TOKEN))
     if hasattr(token_counter, "get_num_tokens_from_messages"):
-        return lambda m: int(token_counter.get_num_tokens_from_messages([m]))
+        return lambda m: _tokens(token_counter.get_num_tokens_from_messages([m]))
     if callable(token_counter):
-        try:
-            params = list(inspect.signature(token_counter).parameters.values())
-            annotation = str(params[0].annotation) if params else ""
-        except (TypeError, ValueError):
-            annotation = ""
-        if "BaseMessage" in annotation and "list" not in annotation.lower() and "sequence" not in annotation.lower():
-            return lambda m: int(token_counter(m))
-        return lambda m: int(token_counter([m]))
+        if _takes_one_message(token_counter):
+            return lambda m: _tokens(token_counter(m))
+        return lambda m: _tokens(token_counter([m]))
     raise ArgumentTypeError(
         "argument 'token_counter' must be a callable, a chat model, 'approximate' or None, "
         f"not {type(token_counter).__name__}"
@@ -92,19 +108,16 @@ def _policy(policy: Policy | str | None, strategy: str, allow_partial: bool) -> 
                 ],
             }
         )
-    if not allow_partial:
-        return base
-    d = base.to_dict()
-    d["rungs"].append(
-        {
-            "name": "partial.truncate_oldest",
-            "layers": ["conversation", "tool_result"],
-            "order": "oldest" if strategy == "last" else "newest",
-            "action": "truncate",
-            "min_tokens": 1,
-        }
-    )
-    return Policy.from_dict(d)
+    if allow_partial:
+        # A truncate rung after a rung that drops whole exchanges would never fire: say so
+        # rather than accept the flag and do nothing.
+        raise UnsupportedOperationError(
+            "allow_partial=True is not supported: ctxfast removes whole exchanges so a tool call "
+            "never loses its result. To cut message bodies, pass a policy with a truncate rung, "
+            'e.g. Policy.from_dict({"rungs": [{"name": "bodies", "layers": ["conversation"], '
+            '"order": "oldest", "action": "truncate", "min_tokens": 64}, ...]})'
+        )
+    return base
 
 
 def trim_messages(

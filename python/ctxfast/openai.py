@@ -77,8 +77,12 @@ def _content_strings(content: Any, where: str) -> tuple[list[str], int]:
             if kind == "text":
                 strings.append(str(part.get("text", "")))
             elif kind == "image_url":
-                detail = (part.get("image_url") or {}).get("detail", "auto")
-                extra += IMAGE_LOW if detail == "low" else IMAGE_DEFAULT
+                image = part.get("image_url") or {}
+                if isinstance(image, str):
+                    image = {"url": image}
+                if not isinstance(image, dict):
+                    raise ArgumentTypeError(f"{where}.content[{j}].image_url must be a dict or a URL string")
+                extra += IMAGE_LOW if image.get("detail") == "low" else IMAGE_DEFAULT
             else:
                 strings.append(json.dumps(part, sort_keys=True))
         return strings, extra
@@ -104,7 +108,12 @@ def _tools_cost(tools: Sequence[Any], count: Callable[[str], int], encoding: str
             raise InvalidArgumentError(f"tools[{i}] has no function name")
         desc = str(fn.get("description", "")).removesuffix(".")
         total += func_init + count(f"{fn['name']}:{desc}")
-        props = ((fn.get("parameters") or {}).get("properties")) or {}
+        params = fn.get("parameters") or {}
+        if not isinstance(params, dict):
+            raise ArgumentTypeError(f"tools[{i}].parameters must be a dict, not {type(params).__name__}")
+        props = params.get("properties") or {}
+        if not isinstance(props, dict):
+            raise ArgumentTypeError(f"tools[{i}].parameters.properties must be a dict, not {type(props).__name__}")
         if props:
             total += PROP_INIT
             for key, spec in props.items():
@@ -115,6 +124,8 @@ def _tools_cost(tools: Sequence[Any], count: Callable[[str], int], encoding: str
                     continue
                 p_desc = str(spec.get("description", "")).removesuffix(".")
                 if "enum" in spec:
+                    if not isinstance(spec["enum"], list):
+                        raise ArgumentTypeError(f"tools[{i}] property {key!r}: enum must be a list")
                     total += ENUM_INIT
                     for item in spec["enum"]:
                         total += ENUM_ITEM + count(str(item))
@@ -157,8 +168,13 @@ def fit_messages(
         if m.get("name"):
             strings.append(str(m["name"]))
         meta = None
-        for call in m.get("tool_calls") or ():
-            fn = (call or {}).get("function") or {}
+        calls = m.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise ArgumentTypeError(f"messages[{i}].tool_calls must be a list, not {type(calls).__name__}")
+        for k, call in enumerate(calls):
+            fn = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(fn, dict):
+                raise ArgumentTypeError(f"messages[{i}].tool_calls[{k}] must be a dict with a 'function' dict")
             name, arguments = str(fn.get("name", "")), str(fn.get("arguments", ""))
             strings += [name, arguments]
             if meta is None:
