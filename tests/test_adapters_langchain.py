@@ -36,6 +36,7 @@ from ctxfast import (  # noqa: E402
     InvalidArgumentError,
     Tokenizer,
     Unfittable,
+    UnsupportedOperationError,
 )
 from ctxfast.langchain import trim_messages  # noqa: E402
 from ctxfast.openai import fit_messages as openai_fit  # noqa: E402
@@ -223,8 +224,12 @@ def test_langchain_feeds_its_counter_reversed_lists() -> None:
     rec2 = Recorder()
     trim_messages(msgs, max_tokens=count_list(msgs) // 3, token_counter=rec2)
     assert not any(out_of_order(c) for c in rec2.calls)
-    # one call per message, each message once (no binary-search re-counting)
-    assert len(rec2.calls) == len(msgs) and [c[0] for c in rec2.calls] == msgs
+    # each message counted once (no binary-search re-counting): the calls partition the
+    # messages in order, one whole exchange per call, never a tool result without its call
+    # (calls on "[compacted]" records count digests with the caller's own counter)
+    counted = [c for c in rec2.calls if not str(c[0].content).startswith("[compacted]")]
+    assert [m for c in counted for m in c] == msgs
+    assert all(not isinstance(c[0], ToolMessage) for c in rec2.calls)
     assert len(rec.calls) < len(msgs) and sum(map(len, rec.calls)) > len(msgs)
 
 
@@ -251,14 +256,16 @@ def test_sessions_langchain_orphans_ctxfast_never(seed: int) -> None:
 # token_counter forms
 
 
-def test_list_counter_is_called_per_message() -> None:
+def test_list_counter_is_called_once_per_exchange() -> None:
     msgs = lc_session(5, 10)
     rec = Recorder()
     budget = count_list(msgs) * 2
     out = trim_messages(msgs, max_tokens=budget, token_counter=rec)
     assert list(out) == msgs and all(a is b for a, b in zip(out, msgs))
-    assert [len(c) for c in rec.calls] == [1] * len(msgs)
-    assert out.fit.total == sum(count_list([m]) for m in msgs)  # no reply priming: the counter owns framing
+    # Whole exchanges (a human message and what follows it) or lone system messages, in order.
+    assert [m for c in rec.calls for m in c] == msgs
+    assert all(isinstance(c[0], (SystemMessage, HumanMessage)) for c in rec.calls)
+    assert out.fit.total == sum(count_list(c) for c in rec.calls)  # no reply priming: the counter owns framing
 
 
 def test_per_message_counter_with_postponed_annotation() -> None:
@@ -276,7 +283,8 @@ def test_chat_model_counter() -> None:
             self.seen: list[int] = []
 
         def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:
-            self.seen.append(len(messages))
+            if not str(messages[0].content).startswith("[compacted]"):  # digests are counted too
+                self.seen.append(len(messages))
             return count_list(messages)
 
     model = FakeModel()
@@ -284,7 +292,8 @@ def test_chat_model_counter() -> None:
     budget = count_list(msgs) // 2
     out = trim_messages(msgs, max_tokens=budget, token_counter=model)
     assert_ctxfast_ok(msgs, out, budget)
-    assert set(model.seen) == {1} and len(model.seen) == len(msgs)
+    # One call per exchange (plus one for the system message), each message seen once.
+    assert sum(model.seen) == len(msgs) and len(model.seen) < len(msgs)
 
 
 def test_approximate_counter() -> None:
@@ -337,27 +346,40 @@ def test_strategy_first_keeps_the_oldest_exchanges() -> None:
     assert out.fit.rungs_fired == ["exchanges.drop_newest"]
 
 
-def test_allow_partial_truncates_copies() -> None:
-    """Under a policy with floors (troubleshooting keeps the first and the last 3 exchanges), the
-    partial rung shortens the oldest kept bodies: copies, never the caller's objects."""
+def test_allow_partial_is_refused_with_guidance() -> None:
+    """A truncate rung behind a floorless drop rung would never fire, so the flag is refused."""
+    msgs = lc_session(3, 4)
+    with pytest.raises(UnsupportedOperationError, match="truncate"):
+        trim_messages(msgs, max_tokens=500, allow_partial=True)
+    with pytest.raises(UnsupportedOperationError):
+        trim_messages(msgs, max_tokens=500, allow_partial=True, strategy="first")
+
+
+def test_a_truncate_policy_cuts_bodies_into_copies() -> None:
+    """The replacement for allow_partial: a policy whose first rung shortens tool results."""
+    policy = ctxfast.Policy.from_dict({"name": "cut_results", "rungs": [
+        {"name": "results.truncate", "layers": ["tool_result"], "order": "oldest", "action": "truncate",
+         "min_tokens": 24},
+        {"name": "exchanges.drop", "layers": ["conversation", "tool_result"], "order": "oldest", "action": "drop"},
+    ]})
     msgs = lc_session(3, 8)
     before = [m.model_dump() for m in msgs]
     full = trim_messages(msgs, max_tokens=10**7).fit.total
-    budget = int(full * 0.2)
-    out = trim_messages(msgs, max_tokens=budget, allow_partial=True, policy="troubleshooting")
+    budget = int(full * 0.6)
+    out = trim_messages(msgs, max_tokens=budget, policy=policy)
     assert out.fit.truncated and out.fit.total <= budget
-    assert structure_defect(out) is None
-    originals = {id(m): m for m in msgs}
+    assert structure_defect(out) is None and out[0] is msgs[0] and out[-1] is msgs[-1]
+    originals = {id(m) for m in msgs}
     copies = [m for m in out if id(m) not in originals]
-    assert len(copies) == len(out.fit.truncated)
+    kept = {id(seg) for seg in out.fit.kept}
+    assert len(copies) == sum(id(t.segment) in kept for t in out.fit.truncated) >= 1
     for m in copies:
-        orig = next(o for o in msgs if type(o) is type(m) and o.id == m.id and o.content.startswith(m.content)
-                    and len(o.content) > len(m.content))
+        assert isinstance(m, ToolMessage)
+        orig = next(o for o in msgs if isinstance(o, ToolMessage) and o.tool_call_id == m.tool_call_id)
+        assert orig.content.startswith(m.content) and len(m.content) < len(orig.content)
         assert {k: v for k, v in m.model_dump().items() if k != "content"} == {
             k: v for k, v in orig.model_dump().items() if k != "content"}
     assert [m.model_dump() for m in msgs] == before
-    with pytest.raises(Unfittable):  # without the partial rung, the floors do not fit
-        trim_messages(msgs, max_tokens=budget, policy="troubleshooting")
 
 
 def test_result_carries_the_fit_and_reserve() -> None:
@@ -408,18 +430,12 @@ def test_bad_input(kwargs, exc, where) -> None:
 # Bugs
 
 
-@pytest.mark.xfail(strict=True, reason="bug: include_system=False is a no-op; the system message stays "
-                                       "protected, so this raises Unfittable instead of trimming it as "
-                                       "LangChain's include_system=False does")
 def test_bug_include_system_false_lets_the_system_message_go() -> None:
     msgs = [SystemMessage("Operating policy. " * 200), HumanMessage("old"), AIMessage("ok"), HumanMessage("status?")]
     out = trim_messages(msgs, max_tokens=100, include_system=False, token_counter=count_list)
     assert out[-1] is msgs[-1] and not any(isinstance(m, SystemMessage) for m in out)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: token_counter='approximate' counts only message text: an "
-                                       "AIMessage's tool_calls (name + args) cost nothing, unlike LangChain's "
-                                       "count_tokens_approximately, so trimmed requests overflow")
 def test_bug_approximate_counts_tool_calls() -> None:
     args = {"query": "x" * 4000}
     with_call = [HumanMessage("find"), AIMessage("", tool_calls=[{"name": "search", "args": args, "id": "c",
@@ -431,9 +447,6 @@ def test_bug_approximate_counts_tool_calls() -> None:
     assert a - b >= 1000
 
 
-@pytest.mark.xfail(strict=True, reason="bug: with a user token_counter, digests are counted by the default "
-                                       "o200k tokenizer (+4), not by the user's counter, so fit.total is not the "
-                                       "counter's count of the output and the output can exceed max_tokens")
 def test_bug_digests_counted_with_the_users_counter() -> None:
     def chars(messages):  # noqa: ANN001 - e.g. a character-based budget for a non-OpenAI model
         return sum(10 + len(m.content) for m in messages)
@@ -447,9 +460,6 @@ def test_bug_digests_counted_with_the_users_counter() -> None:
     assert sum(chars([m]) for m in out) <= budget
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a counter the adapter calls with a lone [ToolMessage] (no "
-                                       "AIMessage before it): a provider count endpoint (Anthropic's) rejects "
-                                       "that list, as in langchain #29637")
 def test_bug_counter_never_sees_an_orphaned_tool_message() -> None:
     def strict(messages):  # noqa: ANN001 - validates like Anthropic's count_tokens endpoint
         called = {tc["id"] for m in messages for tc in (getattr(m, "tool_calls", None) or ())}
@@ -462,53 +472,43 @@ def test_bug_counter_never_sees_an_orphaned_tool_message() -> None:
     trim_messages(msgs, max_tokens=count_list(msgs) // 2, token_counter=strict)
 
 
-@pytest.mark.xfail(strict=True, raises=(AttributeError, TypeError, ValueError),
-                   reason="bug: a counter that raises or returns a non-count escapes as a bare exception; "
-                          "Tokenizer.from_callable wraps the same cases in CounterError")
-@pytest.mark.parametrize("counter", [
-    lambda m: len(m.content),  # a per-message lambda (unannotated): called with a list
-    lambda ms: None,
-    lambda ms: float("nan"),
-], ids=["per-message lambda", "returns None", "returns NaN"])
-def test_bug_counter_errors_are_counter_errors(counter) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("counter", [lambda ms: None, lambda ms: float("nan"), lambda ms: -1, lambda ms: "7"],
+                         ids=["None", "NaN", "negative", "str"])
+def test_counter_returning_a_non_count_is_a_counter_error(counter) -> None:  # noqa: ANN001
     msgs = [SystemMessage("s"), HumanMessage("x " * 50), AIMessage("y " * 50), HumanMessage("now")]
     with pytest.raises(CounterError):
         trim_messages(msgs, max_tokens=30, token_counter=counter)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: allow_partial=True never truncates under the default policy "
-                                       "(agent) or strategy='first': its truncate rung comes after a drop rung "
-                                       "without floors, which always reaches the ceiling first")
-def test_bug_allow_partial_inert_under_default_policy() -> None:
-    msgs = lc_session(3, 8)
-    full = trim_messages(msgs, max_tokens=10**7).fit.total
-    truncated = 0
-    for pct in range(5, 100, 3):
-        for strategy in ("last", "first"):
-            try:
-                out = trim_messages(msgs, max_tokens=full * pct // 100, allow_partial=True, strategy=strategy)
-            except Unfittable:
-                continue
-            truncated += len(out.fit.truncated)
-    assert truncated > 0
-
-
-@pytest.mark.xfail(strict=True, reason="bug: a counter returning 2.7 is silently truncated to 2 tokens per "
-                                       "message (an undercount); Tokenizer.from_callable raises CounterError")
-def test_bug_fractional_count_rejected() -> None:
+def test_fractional_counts_round_up() -> None:
     msgs = [SystemMessage("s"), HumanMessage("now")]
+    out = trim_messages(msgs, max_tokens=30, token_counter=lambda ms: 2.1)
+    assert out.fit.total == 6  # 3 + 3: never an undercount
+
+
+def test_bug_raising_counter_is_a_counter_error() -> None:
+    msgs = [SystemMessage("s"), HumanMessage("x " * 50), AIMessage("y " * 50), HumanMessage("now")]
     with pytest.raises(CounterError):
-        trim_messages(msgs, max_tokens=30, token_counter=lambda ms: 2.7)
+        trim_messages(msgs, max_tokens=30, token_counter=lambda m: len(m.content))
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="bug: a list counter annotated Iterable[BaseMessage] is taken for a per-message "
-                          "counter (the check looks for 'BaseMessage' without 'list'/'sequence') and is "
-                          "handed one message, whose iteration yields pydantic field tuples")
-def test_bug_iterable_annotation_is_a_list_counter() -> None:
+def test_iterable_annotation_is_a_list_counter() -> None:
     def counter(messages: Iterable[BaseMessage]) -> int:
         return sum(3 + TOK.count(m.content) for m in messages)
 
     msgs = [SystemMessage("s"), HumanMessage("x " * 50), AIMessage("y " * 50), HumanMessage("now")]
     out = trim_messages(msgs, max_tokens=30, token_counter=counter)
     assert out == [msgs[0], msgs[3]]
+
+
+def test_bug_truncated_then_evicted_is_listed_as_truncated() -> None:
+    policy = ctxfast.Policy.from_dict({"name": "cut_results", "rungs": [
+        {"name": "results.truncate", "layers": ["tool_result"], "order": "oldest", "action": "truncate",
+         "min_tokens": 24},
+        {"name": "exchanges.drop", "layers": ["conversation", "tool_result"], "order": "oldest", "action": "drop"},
+    ]})
+    msgs = lc_session(3, 8)
+    full = trim_messages(msgs, max_tokens=10**7).fit.total
+    fit = trim_messages(msgs, max_tokens=int(full * 0.6), policy=policy).fit
+    kept = {id(seg) for seg in fit.kept}
+    assert all(id(t.segment) in kept for t in fit.truncated)

@@ -718,49 +718,60 @@ def test_failing_counter_raises_instead_of_returning_the_input() -> None:
         fit_messages(inp, 500, tokenizer=lambda text: len(text) / 4)
 
 
-@pytest.mark.xfail(strict=True, raises=(TypeError, AttributeError),
-                   reason="bug: malformed tool_calls / image parts / tool schemas escape as bare "
-                          "TypeError/AttributeError instead of a CtxfastError naming messages[i] / tools[i]")
 @pytest.mark.parametrize(
-    "call",
+    "call,where",
     [
-        lambda: fit_messages([U, {"role": "assistant", "content": None, "tool_calls": 5}], 100),
-        lambda: fit_messages([U, {"role": "assistant", "content": None, "tool_calls": ["call_1"]}], 100),
-        lambda: fit_messages([U, {"role": "assistant", "content": None,
-                                  "tool_calls": [{"id": "a", "function": "get_weather"}]}], 100),
-        lambda: fit_messages([U, {"role": "user", "content": [{"type": "image_url", "image_url": "https://x/y.png"}]}], 100),
-        lambda: fit_messages([U], 100, tools=[{"type": "function", "function": {"name": "f", "parameters": ["x"]}}]),
-        lambda: fit_messages([U], 100, tools=[{"type": "function",
-                                               "function": {"name": "f", "parameters": {"properties": ["x"]}}}]),
-        lambda: fit_messages([U], 100, tools=[{"type": "function", "function": {
-            "name": "f", "parameters": {"properties": {"u": {"type": "string", "enum": 5}}}}}]),
+        (lambda: fit_messages([U, {"role": "assistant", "content": None, "tool_calls": 5}], 100),
+         r"messages\[1\]\.tool_calls"),
+        (lambda: fit_messages([U, {"role": "assistant", "content": None, "tool_calls": ["call_1"]}], 100),
+         r"messages\[1\]\.tool_calls\[0\]"),
+        (lambda: fit_messages([U, {"role": "assistant", "content": None,
+                                   "tool_calls": [{"id": "a", "function": "get_weather"}]}], 100),
+         r"messages\[1\]\.tool_calls\[0\]"),
+        (lambda: fit_messages([U, {"role": "user", "content": [{"type": "image_url", "image_url": 5}]}], 100),
+         r"messages\[1\]\.content\[0\]"),
+        (lambda: fit_messages([U], 100, tools=[{"type": "function", "function": {"name": "f", "parameters": ["x"]}}]),
+         r"tools\[0\]\.parameters"),
+        (lambda: fit_messages([U], 100, tools=[{"type": "function",
+                                                "function": {"name": "f", "parameters": {"properties": ["x"]}}}]),
+         r"tools\[0\]\.parameters\.properties"),
+        (lambda: fit_messages([U], 100, tools=[{"type": "function", "function": {
+            "name": "f", "parameters": {"properties": {"u": {"type": "string", "enum": 5}}}}}]), r"tools\[0\].*enum"),
     ],
-    ids=["tool_calls int", "tool_calls item str", "function str", "image_url str", "parameters list",
+    ids=["tool_calls int", "tool_calls item str", "function str", "image_url int", "parameters list",
          "properties list", "enum int"],
 )
-def test_bug_malformed_fields_escape_as_builtin_errors(call) -> None:
-    with pytest.raises(CtxfastError, match=r"messages\[1\]|tools\[0\]"):
+def test_malformed_fields_name_the_field(call, where) -> None:
+    with pytest.raises(ArgumentTypeError, match=where):
         call()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an empty message list returns ([], fit) with total 3 "
-                                       "instead of raising (SPEC 9: empty input; SPEC 5: never an empty prompt)")
-def test_bug_empty_messages_rejected() -> None:
+def test_image_url_as_a_string_counts_like_the_object_form() -> None:
+    as_str = [{"role": "user", "content": [{"type": "image_url", "image_url": "https://x/y.png"},
+                                           {"type": "text", "text": "what is this?"}]}]
+    as_obj = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+                                           {"type": "text", "text": "what is this?"}]}]
+    low = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u", "detail": "low"}},
+                                        {"type": "text", "text": "what is this?"}]}]
+    a, b, c = (fit_messages(m, 10_000)[1].total for m in (as_str, as_obj, low))
+    assert a == b and a - c == ctxfast.openai.IMAGE_DEFAULT - ctxfast.openai.IMAGE_LOW
+
+
+def test_empty_messages_rejected() -> None:
     with pytest.raises(InvalidArgumentError, match="messages"):
         fit_messages([], 100)
+    with pytest.raises(InvalidArgumentError, match="messages"):
+        fit_messages([], 100, tools=TOOLS)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the lone-surrogate error names 'texts[2]', an index into the "
-                                       "adapter's internal list of strings, not the caller's messages[1].content")
-def test_bug_surrogate_error_names_the_message() -> None:
+def test_surrogate_error_names_the_message() -> None:
     with pytest.raises(TextEncodingError, match=r"messages\[1\]"):
         fit_messages([S, {"role": "user", "content": "a\ud800b"}], 100)
+    with pytest.raises(TextEncodingError, match=r"messages\[2\]"):
+        fit_messages([S, U, {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": \"\ud800\"}"}}]}], 100)
 
 
-@pytest.mark.xfail(strict=True, reason="bug (core trace): when a policy gives two layers the same label "
-                                       "(troubleshooting: conversation and tool_result are both 'history'), "
-                                       "Fit.trace.start lists the label twice and each row's 'layer_after' "
-                                       "follows only the first of the two layers")
 def test_bug_trace_with_a_shared_label() -> None:
     inp = agent_session(1, 14)
     full = fit_messages(inp, 10**7)[1].total

@@ -217,15 +217,7 @@ def test_fit_openai_writes_a_valid_payload(tmp_path: Path, policy: str) -> None:
     assert {"system", "tools", "current_turn"} <= set(occupancy_rows(proc.stdout))
 
 
-_LABEL_BUG = pytest.mark.xfail(strict=True, reason=(
-    "bug: the troubleshooting preset labels conversation and tool_result both 'history'; the trace start "
-    "line lists 'history' twice, its rows' running 'history' figure follows only the conversation part, and "
-    "the occupancy table shows two 'history' rows each with the merged 'after' size, so the table's "
-    "'after' column adds up to more than the tokens sent"))
-
-
-@pytest.mark.parametrize("policy", [pytest.param(p, marks=_LABEL_BUG) if p == "troubleshooting" else p
-                                    for p in PRESETS])
+@pytest.mark.parametrize("policy", PRESETS)
 def test_fit_occupancy_table_adds_up(tmp_path: Path, policy: str) -> None:
     data = openai_payload()
     write(tmp_path / "payload.json", data)
@@ -442,9 +434,6 @@ def test_policy_show_unknown(tmp_path: Path) -> None:
 # Bugs
 
 
-@pytest.mark.xfail(strict=True, reason="bug: click's own usage errors (bad or missing --window, -o naming a "
-                                       "directory) print a 4-line 'Usage: ... Error: ...' block, not one "
-                                       "'ctxfast: error:' line")
 @pytest.mark.parametrize("extra", [["--window", "-5"], ["--window", "abc"], [], ["--window", "100", "-o", "."]],
                          ids=["negative window", "non-integer window", "missing window", "output is a directory"])
 def test_bug_usage_errors_are_one_line(tmp_path: Path, extra: list[str]) -> None:
@@ -452,35 +441,34 @@ def test_bug_usage_errors_are_one_line(tmp_path: Path, extra: list[str]) -> None
     assert_one_line_error(run(tmp_path, "fit", "p.json", *extra), "window" if "-o" not in extra else ".")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: malformed message fields the adapters do not validate "
-                                       "(tool_calls not a list, tool_result content an int) crash the CLI "
-                                       "with a Python traceback and exit status 1")
 @pytest.mark.parametrize("payload", [
     {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": 5}]},
     {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": ["c"]}]},
-    {"system": "s", "messages": [
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 5}]}]},
-], ids=["tool_calls int", "tool_calls item str", "tool_result content int"])
-def test_bug_malformed_fields_are_one_line_errors(tmp_path: Path, payload: dict) -> None:
+    {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": 7}]}]},
+], ids=["tool_calls int", "tool_calls item str", "image_url int"])
+def test_malformed_fields_are_one_line_errors(tmp_path: Path, payload: dict) -> None:
     write(tmp_path / "p.json", payload)
     proc = run(tmp_path, "fit", "p.json", "--window", "1000", "-o", "out.json")
-    assert_one_line_error(proc, "messages[")
+    assert_one_line_error(proc, "p.json", "messages[")
     assert listing(tmp_path) == ["p.json"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a missing --policy TOML file is reported as "
-                                       "'PAYLOAD: [Errno 2] None: 'missing.toml'' (CtxfastFileNotFoundError "
-                                       "from Policy.from_toml has strerror None; the payload is blamed)")
+def test_bug_tool_result_content_int_is_a_one_line_error(tmp_path: Path) -> None:
+    write(tmp_path / "p.json", {"system": "s", "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 5}]}]})
+    proc = run(tmp_path, "fit", "p.json", "--window", "1000", "-o", "out.json")
+    assert_one_line_error(proc, "messages[2]")
+    assert listing(tmp_path) == ["p.json"]
+
+
 def test_bug_missing_policy_file_message(tmp_path: Path) -> None:
     write(tmp_path / "p.json", GOOD)
     line = assert_one_line_error(run(tmp_path, "fit", "p.json", "--window", "1000", "--policy", "missing.toml"))
     assert "None" not in line and not line.startswith("ctxfast: error: p.json")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: with >= 128 files the progress bar is live; on a non-terminal "
-                                       "stderr it leaves an extra empty line, so a failing count prints 2 lines")
 def test_bug_count_failure_with_progress_is_one_line(tmp_path: Path) -> None:
     names = []
     for i in range(150):

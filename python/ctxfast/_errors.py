@@ -28,7 +28,13 @@ class TokenizerLoadError(CtxfastError, ValueError):
     """A tokenizer definition (tokenizer.json) could not be parsed."""
 
 
-class TokenizerFileNotFoundError(CtxfastError, FileNotFoundError):
+class _MissingFile(CtxfastError, FileNotFoundError):
+    # `.filename` and `.errno` are set after construction; the message stays the sentence.
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class TokenizerFileNotFoundError(_MissingFile):
     """A tokenizer file does not exist."""
 
 
@@ -44,7 +50,7 @@ class CounterError(CtxfastError, RuntimeError):
     """A user-supplied counting callable raised or returned something that is not a count."""
 
 
-class CtxfastFileNotFoundError(CtxfastError, FileNotFoundError):
+class CtxfastFileNotFoundError(_MissingFile):
     """A file ctxfast was asked to read (a policy, a payload) does not exist."""
 
 

@@ -54,10 +54,27 @@ TOOL_SYSTEM_PROMPT: dict[str, tuple[int, int]] = {
     "claude-sonnet-4": (313, 315),
     "claude-3-7-sonnet": (346, 313),
     "claude-3-5-haiku": (264, 355),
+    # The older table (2025 docs), for models it alone lists.
+    "claude-3-5-sonnet-20240620": (294, 261),
+    "claude-3-5-sonnet": (346, 313),
+    "claude-3-opus": (530, 281),
+    "claude-3-sonnet": (159, 235),
+    "claude-3-haiku": (264, 340),
 }
 
 
+def _choice_kind(tool_choice: Any) -> str:
+    """"auto" | "any" | "tool" | "none", from the string or the API's {"type": ...} form."""
+    if isinstance(tool_choice, dict):
+        tool_choice = tool_choice.get("type", "auto")
+    if tool_choice not in ("auto", "any", "tool", "none"):
+        raise InvalidArgumentError(f"argument 'tool_choice' must be auto, any, tool or none, got {tool_choice!r}")
+    return str(tool_choice)
+
+
 def _tool_prompt(model: str | None, tool_choice: str) -> int:
+    if model is not None and not isinstance(model, str):
+        raise ArgumentTypeError(f"argument 'model' must be a str, not {type(model).__name__}")
     if not model:
         return 0
     for prefix in sorted(TOOL_SYSTEM_PROMPT, key=len, reverse=True):
@@ -78,20 +95,31 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
     raise ArgumentTypeError(f"{where}.content must be a str or a list of blocks, not {type(content).__name__}")
 
 
-def _block_strings(block: dict[str, Any]) -> tuple[list[str], int]:
+def _json(value: Any, where: str) -> str:
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise ArgumentTypeError(f"{where} is not JSON-serialisable: {e}") from e
+
+
+def _block_strings(block: dict[str, Any], where: str) -> tuple[list[str], int]:
     kind = block["type"]
     if kind == "text":
         return [str(block.get("text", ""))], 0
     if kind == "tool_use":
-        return [str(block.get("name", "")), json.dumps(block.get("input", {}), sort_keys=True)], 0
+        return [str(block.get("name", "")), _json(block.get("input", {}), f"{where}.input")], 0
     if kind == "tool_result":
         inner = block.get("content", "")
         if isinstance(inner, str):
             return [inner], 0
+        if not isinstance(inner, list):
+            raise ArgumentTypeError(f"{where}.content must be a str or a list of blocks, not {type(inner).__name__}")
         strings: list[str] = []
         extra = 0
-        for b in inner or ():
-            s, e = _block_strings(b) if isinstance(b, dict) and "type" in b else ([str(b)], 0)
+        for k, b in enumerate(inner):
+            if not isinstance(b, dict) or "type" not in b:
+                raise ArgumentTypeError(f"{where}.content[{k}] must be a content block dict with a 'type'")
+            s, e = _block_strings(b, f"{where}.content[{k}]")
             strings += s
             extra += e
         return strings, extra
@@ -100,7 +128,7 @@ def _block_strings(block: dict[str, Any]) -> tuple[list[str], int]:
     if kind in ("thinking", "redacted_thinking"):
         # Earlier turns' thinking blocks are not counted by the API.
         return [], 0
-    return [json.dumps(block, sort_keys=True)], 0
+    return [_json(block, where)], 0
 
 
 def _system_text(system: Any) -> str:
@@ -122,7 +150,7 @@ def fit_messages(
     policy: Policy | str | None = None,
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     model: str | None = None,
-    tool_choice: str = "auto",
+    tool_choice: str | dict[str, Any] = "auto",
     pin_first_user: bool = False,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Messages request under ``budget``; returns ``(messages, fit)``.
@@ -145,8 +173,9 @@ def fit_messages(
         blocks.append(_blocks(m.get("content", ""), f"messages[{i}]"))
 
     def opens_exchange(i: int) -> bool:
-        # A user message holding only tool results continues the exchange of its tool_use.
-        return any(b["type"] != "tool_result" for b in blocks[i])
+        # A user message answering a tool_use (holding any tool_result) continues that exchange,
+        # even when it also carries text: opening a new one could strand the result.
+        return not any(b["type"] == "tool_result" for b in blocks[i])
 
     groups, current, pinned = assign_exchanges(roles, opens_exchange, pin_first_user)
     records: list[Message] = []
@@ -154,14 +183,14 @@ def fit_messages(
         strings: list[str] = []
         extra = 0
         meta = None
-        for b in blocks[i]:
-            s, e = _block_strings(b)
+        for j, b in enumerate(blocks[i]):
+            s, e = _block_strings(b, f"messages[{i}].content[{j}]")
             strings += s
             extra += e
             if b["type"] == "tool_use" and meta is None:
-                meta = {"tool": str(b.get("name", "")), "arguments": json.dumps(b.get("input", {}), sort_keys=True)}
+                meta = {"tool": str(b.get("name", "")), "arguments": s[1]}
         text = "\n".join(str(b.get("text", "")) for b in blocks[i] if b["type"] == "text")
-        only_results = not opens_exchange(i) and m["role"] == "user"
+        only_results = not opens_exchange(i) and not text.strip()
         if current is not None and i >= current:
             layer = PromptLayer.CURRENT_TURN
         elif i == pinned:
@@ -175,9 +204,15 @@ def fit_messages(
         records.append(Message(i, layer, group, text, strings, TOKENS_PER_MESSAGE + extra, meta))
     tok = _payload.resolve_tokenizer(tokenizer)
     sys_text = _system_text(system)
-    tools_cost = sum(tok.count(json.dumps(t, sort_keys=True)) for t in tools or ()) + (
-        _tool_prompt(model, tool_choice) if tools else 0
-    )
+    choice = _choice_kind(tool_choice)
+    tool_texts = []
+    for k, t in enumerate(tools or ()):
+        if not isinstance(t, dict) or "name" not in t:
+            raise ArgumentTypeError(f"tools[{k}] must be a dict with a 'name'")
+        tool_texts.append(_json(t, f"tools[{k}]"))
+    # The table's first column covers both auto and none (with tools given).
+    prompt = _tool_prompt(model, choice)
+    tools_cost = int(sum(tok.count_many(tool_texts))) + prompt if tool_texts else 0
     fixed = [
         ("<system>", PromptLayer.SYSTEM, tok.count(sys_text) if sys_text else 0),
         ("<tool schemas>", PromptLayer.TOOLS, tools_cost),

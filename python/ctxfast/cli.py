@@ -48,8 +48,21 @@ def _fail(message: str) -> NoReturn:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ctxfast")
-def main() -> None:
+def cli() -> None:
     """Build LLM requests under a token budget; evict by a written policy."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: click's usage errors become the same one line as every other error."""
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="ctxfast", standalone_mode=False)
+    except click.UsageError as e:
+        _fail(e.format_message())
+    except click.ClickException as e:
+        _fail(e.format_message())
+    except click.Abort:
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _load_policy(spec: str) -> Policy:
@@ -137,7 +150,7 @@ def _show(result: Fit, policy: Policy) -> None:
     _out.print(_occupancy(result.trace.start, _kept_by_layer(result, _labels(policy)), result.ceiling))
 
 
-@main.command("fit")
+@cli.command("fit")
 @click.argument("payload", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--window", type=click.IntRange(min=1), required=True, help="Context window, tokens.")
 @click.option("--reserve", type=click.IntRange(min=0), default=0, show_default=True, help="Tokens kept for the reply.")
@@ -153,6 +166,9 @@ def fit_command(payload: Path, window: int, reserve: int, policy_spec: str, fmt:
     data = _read_json(payload)
     try:
         policy = _load_policy(policy_spec)
+    except CtxfastError as e:
+        _fail(f"--policy {policy_spec}: {e}")
+    try:
         tok = Tokenizer.from_encoding(encoding)
         budget = Budget(window, reserve)
         if isinstance(data, list):
@@ -169,6 +185,7 @@ def fit_command(payload: Path, window: int, reserve: int, policy_spec: str, fmt:
                 policy=policy,
                 tokenizer=tok,
                 model=data.get("model"),
+                tool_choice=data.get("tool_choice") or "auto",
             )
         else:
             messages, result = openai_adapter.fit_messages(
@@ -187,7 +204,7 @@ def fit_command(payload: Path, window: int, reserve: int, policy_spec: str, fmt:
         _out.print(f"wrote {output} ({len(messages)} messages, {result.total:,} tokens)", markup=False)
 
 
-@main.command()
+@cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--encoding", default="o200k_base", show_default=True, help="Embedded encoding.")
 def count(files: Sequence[Path], encoding: str) -> None:
@@ -198,7 +215,9 @@ def count(files: Sequence[Path], encoding: str) -> None:
         _fail(str(e))
     results: list[tuple[Path, int]] = []
     columns = (TextColumn("counting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=_err, transient=True, disable=len(files) < 2 * _COUNT_BATCH) as progress:
+    # Only on a terminal: a redirected stderr keeps exactly one line per error.
+    quiet = len(files) < 2 * _COUNT_BATCH or not _err.is_terminal
+    with Progress(*columns, console=_err, transient=True, disable=quiet) as progress:
         task = progress.add_task("count", total=len(files))
         for start in range(0, len(files), _COUNT_BATCH):
             batch = files[start : start + _COUNT_BATCH]
@@ -222,7 +241,7 @@ def count(files: Sequence[Path], encoding: str) -> None:
         _out.print(f"{sum(n for _, n in results):>12,}  total ({len(results)} files, {tok.name})", markup=False)
 
 
-@main.group()
+@cli.group()
 def policy() -> None:
     """Inspect policies."""
 
@@ -237,7 +256,7 @@ def policy_show(spec: str) -> None:
         _fail(str(e))
 
 
-@main.command()
+@cli.command()
 def demo() -> None:
     """A worked eviction example on the embedded tokenizer (no network, no files)."""
     from ctxfast._demo import seed000_request

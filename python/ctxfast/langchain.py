@@ -13,10 +13,12 @@ It takes the same common arguments. What is different:
   therefore always starts at a human message, and ``start_on``/``end_on`` need not do anything.
 - **The current turn stays.** The last human message, and everything after it, is never
   dropped.
-- **Counting.** Each message is counted once, in one batch, not once per binary-search probe.
+- **Counting.** Each message is counted once, not once per binary-search probe.
   ``token_counter`` may be a callable over a list of messages, a callable over one message, a
   chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None. None means exact
-  OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given.
+  OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given, all in
+  one native batch. A list counter is handed whole exchanges (a tool result always comes with
+  its call), and digests are counted with the caller's counter too.
 - **``allow_partial=True``** raises ``UnsupportedOperationError``. To cut message bodies, pass a
   policy with a ``truncate`` rung. ``text_splitter`` is not used.
 - **``strategy="first"``** keeps the oldest exchanges: newest goes first, but the current turn
@@ -77,22 +79,41 @@ def _takes_one_message(counter: Callable[..., Any]) -> bool:
     return str(name).split(".")[-1].strip("'\"") == "BaseMessage"
 
 
-def _per_message_counter(token_counter: Any) -> Callable[[Any], int] | None:
-    """A function message -> tokens from LangChain's accepted counter forms, or None (native)."""
+def _guarded(fn: Callable[[Any], Any]) -> Callable[[Any], int]:
+    """The caller's counter, its failures reported as CounterError (Ctrl-C passes through)."""
+
+    def call(arg: Any) -> int:
+        try:
+            value = fn(arg)
+        except Exception as e:
+            raise CounterError(f"token_counter raised {type(e).__name__}: {e}") from e
+        return _tokens(value)
+
+    return call
+
+
+def _counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
+    """("native" | "approximate" | "message" | "list", the counting function)."""
     if token_counter is None:
-        return None
-    if token_counter == "approximate":
-        return lambda m: _APPROX_PER_MESSAGE + -(-len(_text(m.content)) // int(_APPROX_CHARS_PER_TOKEN))
+        return "native", None
+    if isinstance(token_counter, str):
+        if token_counter == "approximate":
+            return "approximate", None
+        raise InvalidArgumentError(f"argument 'token_counter' string must be 'approximate', got {token_counter!r}")
     if hasattr(token_counter, "get_num_tokens_from_messages"):
-        return lambda m: _tokens(token_counter.get_num_tokens_from_messages([m]))
+        return "list", _guarded(token_counter.get_num_tokens_from_messages)
     if callable(token_counter):
         if _takes_one_message(token_counter):
-            return lambda m: _tokens(token_counter(m))
-        return lambda m: _tokens(token_counter([m]))
+            return "message", _guarded(token_counter)
+        return "list", _guarded(token_counter)
     raise ArgumentTypeError(
         "argument 'token_counter' must be a callable, a chat model, 'approximate' or None, "
         f"not {type(token_counter).__name__}"
     )
+
+
+def _call_text(m: Any) -> str:
+    return "".join(f"{c.get('name', '')}{c.get('args', '')}" for c in getattr(m, "tool_calls", None) or ())
 
 
 def _policy(policy: Policy | str | None, strategy: str, allow_partial: bool) -> Policy:
@@ -155,9 +176,11 @@ def trim_messages(
         if kind not in _ROLE:
             raise ArgumentTypeError(f"messages[{i}] must be a LangChain BaseMessage, not {type(m).__name__}")
         role = _ROLE[kind]
-        roles.append("system" if role == "system" and include_system else "user" if role == "user" else role)
+        if role == "system" and not include_system:
+            role = "other"  # evictable like any message before the first human one
+        roles.append(role)
     groups, current, pinned = assign_exchanges(roles, lambda i: True, pin_first_user)
-    per_message = _per_message_counter(token_counter)
+    mode, count_fn = _counter(token_counter)
     records: list[Message] = []
     for i, m in enumerate(messages):
         text = _text(m.content)
@@ -166,11 +189,16 @@ def trim_messages(
         if calls:
             first = calls[0]
             meta = {"tool": str(first.get("name", "")), "arguments": str(first.get("args", ""))}
-        if per_message is None:
+        strings: list[str] = []
+        framing = 0
+        if mode == "native":
             strings = [text, _ROLE[m.type]] + [s for c in calls for s in (str(c.get("name", "")), str(c.get("args", "")))]
             framing = TOKENS_PER_MESSAGE + TOKENS_PER_TOOL_CALL * len(calls)
-        else:
-            strings, framing = [], per_message(m)
+        elif mode == "approximate":
+            chars = len(text) + len(_call_text(m))
+            framing = _APPROX_PER_MESSAGE + -(-chars // int(_APPROX_CHARS_PER_TOKEN))
+        elif mode == "message" and count_fn is not None:
+            framing = count_fn(m)
         if roles[i] == "system":
             layer = PromptLayer.SYSTEM
         elif current is not None and i >= current:
@@ -183,15 +211,36 @@ def trim_messages(
             layer = PromptLayer.CONVERSATION
         group = None if layer in (PromptLayer.SYSTEM, PromptLayer.PINNED) else groups[i]
         records.append(Message(i, layer, group, text, strings, framing, meta))
-    fixed = [("<reply priming>", PromptLayer.SYSTEM, REPLY_PRIMING if per_message is None else 0)]
+    if mode == "list" and count_fn is not None:
+        # A list counter sees whole exchanges, never a tool result without its call: providers'
+        # counting endpoints reject such lists. The exchange's cost rides on its first message.
+        members: dict[str, list[Message]] = {}
+        for r in records:
+            if r.group is None:
+                r.framing = count_fn([messages[r.index]])
+            else:
+                members.setdefault(r.group, []).append(r)
+        for group_records in members.values():
+            group_records[0].framing = count_fn([messages[r.index] for r in group_records])
+    # Digests are counted the way the caller counts messages.
+    if mode == "native":
+        digest_tokenizer: Tokenizer | Callable[[str], int] | None = tokenizer
+        digest_framing = TOKENS_PER_MESSAGE + 1
+    elif mode == "approximate":
+        digest_tokenizer, digest_framing = Tokenizer.approximate(_APPROX_CHARS_PER_TOKEN), _APPROX_PER_MESSAGE
+    else:
+        fn = count_fn
+        wrap = (lambda text: fn(HumanMessage(content=text))) if mode == "message" else (lambda text: fn([HumanMessage(content=text)]))
+        digest_tokenizer, digest_framing = Tokenizer.from_callable(wrap), 0
+    fixed = [("<reply priming>", PromptLayer.SYSTEM, REPLY_PRIMING if mode == "native" else 0)]
     kept, result = _payload.fit_messages(
         messages,
         records,
         fixed,
         Budget(max_tokens, reserve),
         _policy(policy, strategy, allow_partial),
-        tokenizer,
-        digest_framing=TOKENS_PER_MESSAGE + 1,
+        digest_tokenizer,
+        digest_framing=digest_framing,
         make_digest=lambda text: HumanMessage(content=text),
         with_text=lambda m, text: m.model_copy(update={"content": text}),
     )

@@ -262,7 +262,12 @@ impl<'a> Ladder<'a> {
             delta: before.saturating_sub(total_after),
             action,
             layer,
-            layer_after: self.layer_sizes[layer.index()],
+            // Layers that share a label ("history") are one column in the trace.
+            layer_after: Layer::ALL
+                .iter()
+                .filter(|l| self.policy.label(**l) == self.policy.label(layer))
+                .map(|l| self.layer_sizes[l.index()])
+                .sum(),
             total_after,
             over_after: total_after as i64 - self.ceiling as i64,
         }
@@ -616,10 +621,17 @@ pub fn fit(
         ceiling,
         labels: policy.labels.clone(),
         target: None,
-        start_layers: order_of_first_appearance
-            .iter()
-            .map(|&l| (policy.label(l).to_string(), start_layers[l.index()]))
-            .collect(),
+        start_layers: {
+            let mut merged: Vec<(String, usize)> = Vec::new();
+            for &l in &order_of_first_appearance {
+                let label = policy.label(l);
+                match merged.iter_mut().find(|(x, _)| x == label) {
+                    Some((_, n)) => *n += start_layers[l.index()],
+                    None => merged.push((label.to_string(), start_layers[l.index()])),
+                }
+            }
+            merged
+        },
         start_total,
         caps: cap_overruns
             .iter()
@@ -632,16 +644,25 @@ pub fn fit(
         final_total: total,
         count_calls,
         untouched: if fired_any {
-            order_of_first_appearance
-                .iter()
-                .filter(|&&l| reachable.contains(l) && !policy.protected.contains(l) && !touched.contains(&l))
-                .map(|&l| policy.label(l).to_string())
-                .collect()
+            // A label is untouched when none of the layers it names lost anything.
+            let touched_labels: HashSet<&str> = touched.iter().map(|&l| policy.label(l)).collect();
+            let mut out: Vec<String> = Vec::new();
+            for &l in &order_of_first_appearance {
+                let label = policy.label(l);
+                if reachable.contains(l)
+                    && !policy.protected.contains(l)
+                    && !touched_labels.contains(label)
+                    && !out.iter().any(|x| x == label)
+                {
+                    out.push(label.to_string());
+                }
+            }
+            out
         } else {
             Vec::new()
         },
         units_removed: count_units(&lad, Taken::Drop),
-        units_truncated: lad.truncations.len(),
+        units_truncated: lad.truncations.iter().filter(|t| lad.seg_alive[t.index]).count(),
         units_digested: lad.digests.len(),
         floor_reached: lad.floor_reached,
     };
@@ -662,7 +683,8 @@ pub fn fit(
     Ok(FitOutcome {
         kept: kept_list(&lad),
         removals: lad.removals,
-        truncations: lad.truncations,
+        // A body truncated and then dropped by a later rung is an eviction, not a truncation.
+        truncations: lad.truncations.into_iter().filter(|t| lad.seg_alive[t.index]).collect(),
         digests: lad.digests,
         total,
         ceiling,
