@@ -104,6 +104,27 @@ def assign_exchanges(
     return groups, current_start, pinned
 
 
+def place(
+    i: int,
+    groups: list[str | None],
+    current: int | None,
+    pinned: int | None,
+    *,
+    system: bool,
+    tool_result: bool,
+) -> tuple[PromptLayer, str | None]:
+    """The layer and eviction group of message `i`: system, the current turn (from the last
+    exchange-opening user message on), the pinned first user message, a tool result, or
+    conversation. System and pinned messages stand alone; the rest belong to their exchange."""
+    if system:
+        return PromptLayer.SYSTEM, None
+    if current is not None and i >= current:
+        return PromptLayer.CURRENT_TURN, groups[i]
+    if i == pinned:
+        return PromptLayer.PINNED, None
+    return (PromptLayer.TOOL_RESULT if tool_result else PromptLayer.CONVERSATION), groups[i]
+
+
 def fit_messages(
     messages: Sequence[Any],
     records: list[Message],

@@ -191,16 +191,9 @@ def fit_messages(
                 meta = {"tool": str(b.get("name", "")), "arguments": s[1]}
         text = "\n".join(str(b.get("text", "")) for b in blocks[i] if b["type"] == "text")
         only_results = not opens_exchange(i) and not text.strip()
-        if current is not None and i >= current:
-            layer = PromptLayer.CURRENT_TURN
-        elif i == pinned:
-            layer = PromptLayer.PINNED
-        elif only_results:
-            layer = PromptLayer.TOOL_RESULT
+        if only_results:
             text = "\n".join(strings)
-        else:
-            layer = PromptLayer.CONVERSATION
-        group = None if layer == PromptLayer.PINNED else groups[i]
+        layer, group = _payload.place(i, groups, current, pinned, system=False, tool_result=only_results)
         records.append(Message(i, layer, group, text, strings, TOKENS_PER_MESSAGE + extra, meta))
     tok = _payload.resolve_tokenizer(tokenizer)
     sys_text = _system_text(system)

@@ -199,17 +199,9 @@ def trim_messages(
             framing = _APPROX_PER_MESSAGE + -(-chars // int(_APPROX_CHARS_PER_TOKEN))
         elif mode == "message" and count_fn is not None:
             framing = count_fn(m)
-        if roles[i] == "system":
-            layer = PromptLayer.SYSTEM
-        elif current is not None and i >= current:
-            layer = PromptLayer.CURRENT_TURN
-        elif i == pinned:
-            layer = PromptLayer.PINNED
-        elif m.type in ("tool", "function"):
-            layer = PromptLayer.TOOL_RESULT
-        else:
-            layer = PromptLayer.CONVERSATION
-        group = None if layer in (PromptLayer.SYSTEM, PromptLayer.PINNED) else groups[i]
+        layer, group = _payload.place(
+            i, groups, current, pinned, system=roles[i] == "system", tool_result=m.type in ("tool", "function")
+        )
         records.append(Message(i, layer, group, text, strings, framing, meta))
     if mode == "list" and count_fn is not None:
         # A list counter sees whole exchanges, never a tool result without its call: providers'

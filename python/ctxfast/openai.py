@@ -179,17 +179,9 @@ def fit_messages(
             strings += [name, arguments]
             if meta is None:
                 meta = {"tool": name, "arguments": arguments}
-        if roles[i] == "system":
-            layer = PromptLayer.SYSTEM
-        elif current is not None and i >= current:
-            layer = PromptLayer.CURRENT_TURN
-        elif i == pinned:
-            layer = PromptLayer.PINNED
-        elif m["role"] == "tool":
-            layer = PromptLayer.TOOL_RESULT
-        else:
-            layer = PromptLayer.CONVERSATION
-        group = None if layer in (PromptLayer.SYSTEM, PromptLayer.PINNED) else groups[i]
+        layer, group = _payload.place(
+            i, groups, current, pinned, system=roles[i] == "system", tool_result=m["role"] == "tool"
+        )
         records.append(
             Message(i, layer, group, _main_text(m.get("content")), strings, message_framing(m) + extra, meta)
         )

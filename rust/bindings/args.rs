@@ -162,11 +162,21 @@ pub fn positive_float(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<f64> {
     }
 }
 
-/// Optional cache capacity: None keeps the default.
-pub fn capacity(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<usize>> {
+/// An optional non-negative int: absent or None gives None.
+pub fn opt_count(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<usize>> {
     match obj {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
         Some(o) => count_arg(o, arg).map(Some),
     }
+}
+
+/// A file path: str or os.PathLike.
+pub fn path(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<String> {
+    let fspath = obj
+        .py()
+        .import("os")?
+        .call_method1("fspath", (obj,))
+        .map_err(|_| wrong_type(obj, arg, "str or os.PathLike"))?;
+    Ok(text(&fspath, arg)?.to_string())
 }

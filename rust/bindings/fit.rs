@@ -542,7 +542,7 @@ pub fn fit(
     separator: Option<&Bound<'_, PyAny>>,
     framing: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Fit> {
-    let framing = framing.filter(|f| !f.is_none()).map(|f| args::count_arg(f, "framing")).transpose()?.unwrap_or(0);
+    let framing = args::opt_count(framing, "framing")?.unwrap_or(0);
     let segs = segments_arg(segments)?;
     let budget = budget.cast::<Budget>().map_err(|_| args::wrong_type(budget, "budget", "a ctxfast.Budget"))?;
     let policy = policy_arg(py, policy)?;

@@ -152,11 +152,7 @@ impl Policy {
     #[staticmethod]
     fn from_toml(path: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = path.py();
-        let fspath = py
-            .import("os")?
-            .call_method1("fspath", (path,))
-            .map_err(|_| args::wrong_type(path, "path", "str or os.PathLike"))?;
-        let p = args::text(&fspath, "path")?.to_string();
+        let p = args::path(path, "path")?;
         let text = std::fs::read_to_string(&p)
             .map_err(|e| file_error(py, &p, &e, "policy", Kind::FileNotFound, Kind::InvalidArgument))?;
         let (name, inner) = spec::from_toml(&text).map_err(|e| error(py, Kind::InvalidArgument, format!("{p}: {e}")))?;

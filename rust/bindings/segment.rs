@@ -159,6 +159,24 @@ pub struct Segment {
 }
 
 impl Segment {
+    /// The constructor, with every field but the text taken from a dict (replace, unpickling).
+    fn from_kwargs(text: &Bound<'_, PyAny>, kw: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let g = |k: &str| kw.get_item(k).ok().flatten();
+        Segment::new(
+            text,
+            g("layer").as_ref(),
+            g("key").as_ref(),
+            g("score").as_ref(),
+            g("tokens").as_ref(),
+            g("recoverable").as_ref(),
+            g("stale").as_ref(),
+            g("group").as_ref(),
+            g("level").as_ref(),
+            g("covers").as_ref(),
+            g("meta").as_ref(),
+        )
+    }
+
     pub fn from_data(data: SegmentData, meta: Option<Py<PyAny>>) -> Self {
         Self { data: Arc::new(data), meta, memo: AtomicU64::new(0) }
     }
@@ -215,10 +233,7 @@ impl Segment {
             Some(l) if !l.is_none() => layer_arg(l, "layer")?,
             _ => Layer::Conversation,
         };
-        let tokens = match tokens {
-            Some(t) if !t.is_none() => Some(args::count_arg(t, "tokens")?),
-            _ => None,
-        };
+        let tokens = args::opt_count(tokens, "tokens")?;
         let level = match level {
             Some(l) if !l.is_none() => {
                 if l.is_instance_of::<PyBool>() || !l.is_instance_of::<PyInt>() {
@@ -345,20 +360,7 @@ impl Segment {
                 }
             }
         }
-        let g = |k: &str| kw.get_item(k).ok().flatten();
-        Segment::new(
-            &text,
-            g("layer").as_ref(),
-            g("key").as_ref(),
-            g("score").as_ref(),
-            g("tokens").as_ref(),
-            g("recoverable").as_ref(),
-            g("stale").as_ref(),
-            g("group").as_ref(),
-            g("level").as_ref(),
-            g("covers").as_ref(),
-            g("meta").as_ref(),
-        )
+        Segment::from_kwargs(&text, &kw)
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -426,20 +428,11 @@ impl Segment {
         score: &Bound<'_, PyAny>,
         kwargs: &Bound<'_, PyDict>,
     ) -> PyResult<Self> {
-        let g = |k: &str| kwargs.get_item(k).ok().flatten();
-        Segment::new(
-            text,
-            Some(layer),
-            Some(key),
-            Some(score),
-            g("tokens").as_ref(),
-            g("recoverable").as_ref(),
-            g("stale").as_ref(),
-            g("group").as_ref(),
-            g("level").as_ref(),
-            g("covers").as_ref(),
-            g("meta").as_ref(),
-        )
+        let kw = kwargs.copy()?;
+        kw.set_item("layer", layer)?;
+        kw.set_item("key", key)?;
+        kw.set_item("score", score)?;
+        Segment::from_kwargs(text, &kw)
     }
 }
 

@@ -155,7 +155,7 @@ pub fn call_counter(py: Python<'_>, func: &Py<PyAny>, text: &str) -> PyResult<us
 }
 
 fn capacity_or_default(obj: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
-    Ok(args::capacity(obj, "cache_capacity")?.unwrap_or(DEFAULT_CAPACITY))
+    Ok(args::opt_count(obj, "cache_capacity")?.unwrap_or(DEFAULT_CAPACITY))
 }
 
 #[pymethods]
@@ -164,7 +164,7 @@ impl Tokenizer {
     #[staticmethod]
     #[pyo3(signature = (*, cache_capacity=None))]
     fn default(py: Python<'_>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let cap = args::capacity(cache_capacity, "cache_capacity")?;
+        let cap = args::opt_count(cache_capacity, "cache_capacity")?;
         let c = TokenCounter::from_encoding_name("o200k_base", cap).py(py)?;
         Ok(Self { counter: Counter::Native(c) })
     }
@@ -177,7 +177,7 @@ impl Tokenizer {
     ) -> PyResult<Self> {
         let py = name.py();
         let name = args::text(name, "name")?;
-        let cap = args::capacity(cache_capacity, "cache_capacity")?;
+        let cap = args::opt_count(cache_capacity, "cache_capacity")?;
         let c = TokenCounter::from_encoding_name(name, cap).py(py)?;
         Ok(Self { counter: Counter::Native(c) })
     }
@@ -186,11 +186,7 @@ impl Tokenizer {
     #[pyo3(signature = (path, *, cache_capacity=None))]
     fn from_file(path: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let py = path.py();
-        let fspath = py
-            .import("os")?
-            .call_method1("fspath", (path,))
-            .map_err(|_| args::wrong_type(path, "path", "str or os.PathLike"))?;
-        let p = args::text(&fspath, "path")?.to_string();
+        let p = args::path(path, "path")?;
         let cap = capacity_or_default(cache_capacity)?;
         let json = std::fs::read_to_string(&p)
             .map_err(|e| file_error(py, &p, &e, "tokenizer", Kind::TokenizerFileNotFound, Kind::TokenizerLoad))?;
@@ -233,7 +229,7 @@ impl Tokenizer {
             Some(o) => args::positive_float(o, "chars_per_token")?,
             None => DEFAULT_CHARS_PER_TOKEN,
         };
-        let cap = args::capacity(cache_capacity, "cache_capacity")?.unwrap_or(0);
+        let cap = args::opt_count(cache_capacity, "cache_capacity")?.unwrap_or(0);
         Ok(Self::native(TokenCounter::approximate(cpt, cap).py(py)?))
     }
 

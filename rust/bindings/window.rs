@@ -287,10 +287,7 @@ impl ContextWindow {
         low_watermark: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let limit = args::count_arg(limit_tokens, "limit_tokens")?;
-        let reserve = match reserve {
-            Some(r) if !r.is_none() => args::count_arg(r, "reserve")?,
-            _ => 0,
-        };
+        let reserve = args::opt_count(reserve, "reserve")?.unwrap_or(0);
         let wm = match low_watermark {
             Some(w) if !w.is_none() => Some(args::positive_float(w, "low_watermark")?),
             _ => None,

@@ -15,6 +15,8 @@ pub use policy::{Action, Filter, Floor, Order, Policy, Rung};
 pub use segment::{Layer, LayerSet, SegmentData, ToolCall};
 
 #[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
 mod tests;
 
 use crate::error::CtxResult;

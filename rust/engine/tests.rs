@@ -1,21 +1,6 @@
 use super::presets::*;
 use super::*;
-use crate::error::CtxResult;
-
-/// One token per whitespace-separated word: easy to reason about in tests.
-struct Words;
-
-impl Counter for Words {
-    fn count(&self, text: &str) -> CtxResult<usize> {
-        Ok(text.split_whitespace().count())
-    }
-    fn truncate(&self, text: &str, max_tokens: usize) -> CtxResult<String> {
-        Ok(text.split_whitespace().take(max_tokens).collect::<Vec<_>>().join(" "))
-    }
-    fn count_joined(&self, texts: &[&str], _: &[usize], sep: &str) -> CtxResult<usize> {
-        self.count(&texts.join(sep))
-    }
-}
+use super::testing::Words;
 
 fn seg(layer: Layer, tokens: usize) -> SegmentData {
     // Real words, so the Words counter and truncation agree with `tokens`.

@@ -1,20 +1,6 @@
 use super::*;
+use crate::engine::testing::Words;
 use crate::engine::presets;
-
-/// One token per word.
-struct Words;
-
-impl Counter for Words {
-    fn count(&self, text: &str) -> CtxResult<usize> {
-        Ok(text.split_whitespace().count())
-    }
-    fn truncate(&self, text: &str, max_tokens: usize) -> CtxResult<String> {
-        Ok(text.split_whitespace().take(max_tokens).collect::<Vec<_>>().join(" "))
-    }
-    fn count_joined(&self, texts: &[&str], _: &[usize], sep: &str) -> CtxResult<usize> {
-        self.count(&texts.join(sep))
-    }
-}
 
 fn seg(text: &str, layer: Layer, key: Option<&str>, score: f64) -> Arc<SegmentData> {
     let mut s = SegmentData::new(text, layer);

@@ -1,0 +1,19 @@
+//! Test support shared by the engine's and the window's tests.
+
+use super::Counter;
+use crate::error::CtxResult;
+
+/// One token per whitespace-separated word: easy to reason about in tests.
+pub struct Words;
+
+impl Counter for Words {
+    fn count(&self, text: &str) -> CtxResult<usize> {
+        Ok(text.split_whitespace().count())
+    }
+    fn truncate(&self, text: &str, max_tokens: usize) -> CtxResult<String> {
+        Ok(text.split_whitespace().take(max_tokens).collect::<Vec<_>>().join(" "))
+    }
+    fn count_joined(&self, texts: &[&str], _: &[usize], sep: &str) -> CtxResult<usize> {
+        self.count(&texts.join(sep))
+    }
+}
