@@ -16,7 +16,6 @@ on a shared 2-core machine that tells a noisy row from a slow library.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -25,8 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import reporting
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 BENCH_FILE = HERE / "test_bench_tokenizer.py"
 
 TIKTOKEN_MIN_RATIO = 1.5  # tiktoken's time / ctxfast's, on every corpus
@@ -52,13 +52,9 @@ def fmt_cores(info: dict) -> str:
 
 
 def fmt_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.2f} µs"
-    return f"{s * 1e9:.0f} ns"
+    # Warm-cache counts and cache hits take ~100-200 ns: the coarser units of the other reports
+    # would print them as 0 µs.
+    return reporting.fmt_time(s, fine=True)
 
 
 def verdict(ok: bool) -> str:
@@ -262,23 +258,12 @@ def startup_section(rep: Report, samples: list[dict]) -> None:
 
 
 def run_pytest(json_path: Path, extra: list[str]) -> int:
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(BENCH_FILE),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        f"--benchmark-json={json_path}",
-        "--benchmark-group-by=group",
-        "--benchmark-columns=median,min,max,rounds,iterations",
-        *extra,
-    ]
-    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
-    # pytest's own output goes to stderr so stdout carries only the Markdown.
+    # Unlike the other reports, a failing check does not end the run: the report still prints and
+    # says pytest failed.
+    options = ["--benchmark-group-by=group", "--benchmark-columns=median,min,max,rounds,iterations"]
+    cmd = reporting.pytest_command(BENCH_FILE, json_path, options, extra)
     LOADAVG.append(os.getloadavg()[0])
-    rc = subprocess.run(cmd, cwd=REPO, stdout=sys.stderr).returncode
+    rc = reporting.run_pytest(cmd, reporting.full_run_env())
     LOADAVG.append(os.getloadavg()[0])
     return rc
 
@@ -388,18 +373,19 @@ def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict],
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", type=Path, help="where to keep pytest-benchmark's JSON (default: a temp file)")
-    ap.add_argument("--from-json", type=Path, help="report on an existing JSON instead of running pytest")
-    ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
-    ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
-    args = ap.parse_args(argv)
+    args = reporting.parse_args(
+        __doc__,
+        argv,
+        json_help="where to keep pytest-benchmark's JSON (default: a temp file)",
+        from_json_help="report on an existing JSON instead of running pytest",
+        pytest_help="extra arguments for pytest (after --)",
+    )
 
     rc = None
     if args.from_json:
         json_path = args.from_json
     else:
-        json_path = args.json or Path(tempfile.mkdtemp(prefix="ctxfast-bench-")) / "bench.json"
+        json_path = reporting.json_path_for_run(args, "ctxfast-bench-")
         rc = run_pytest(json_path, args.pytest_args)
         if not json_path.exists():
             print(f"pytest exited with {rc} and wrote no benchmark JSON", file=sys.stderr)

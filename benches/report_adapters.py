@@ -13,31 +13,20 @@ stderr.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+import reporting
+from reporting import fmt_time
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 BENCH_FILE = HERE / "test_bench_adapters.py"
 ORDER = ["ctxfast.openai", "ctxfast.openai.warm", "ctxfast.langchain", "ctxfast.langchain+tiktoken", "langchain",
          "langchain.defaults"]
 
 
-def fmt_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s * 1e6:.0f} µs"
-
-
 def fmt_ratio(r: float) -> str:
-    return f"{r:,.0f}×" if r >= 100 else f"{r:.1f}×" if r >= 10 else f"{r:.2f}×"
+    return reporting.fmt_ratio(r, one_decimal_from=10)
 
 
 def counting(e: dict) -> str:
@@ -50,17 +39,6 @@ def counting(e: dict) -> str:
                 f"fit.count_calls {e['count_calls']}")
     n = e["texts_tokenized"]
     return f"fit.count_calls {e['count_calls']}; {n:,} text{'' if n == 1 else 's'} tokenized, one batch"
-
-
-def run_benchmarks(json_path: Path, extra: list[str]) -> None:
-    cmd = [sys.executable, "-m", "pytest", str(BENCH_FILE), "-q", "-p", "no:cacheprovider",
-           f"--benchmark-json={json_path}", "--benchmark-columns=median,rounds", *extra]
-    env = dict(os.environ)
-    env.pop("CTXFAST_BENCH_QUICK", None)
-    print("$ " + " ".join(cmd), file=sys.stderr)
-    proc = subprocess.run(cmd, cwd=REPO, env=env, stdout=sys.stderr, stderr=sys.stderr)
-    if proc.returncode != 0:
-        raise SystemExit(f"benchmarks failed (pytest exit {proc.returncode})")
 
 
 def build_report(data: dict) -> str:
@@ -107,17 +85,9 @@ def build_report(data: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", type=Path, help="keep pytest-benchmark's JSON here")
-    ap.add_argument("--from-json", type=Path, help="report on an existing JSON instead of running")
-    ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (e.g. -k 8k)")
-    args = ap.parse_args()
-    if args.from_json:
-        path = args.from_json
-    else:
-        path = args.json or Path(tempfile.mkdtemp(prefix="ctxfast-adapters-")) / "bench.json"
-        run_benchmarks(path, args.pytest_args)
-    print(build_report(json.loads(path.read_text())))
+    # No targets here, hence no --strict and nothing to judge.
+    reporting.main(__doc__, BENCH_FILE, "ctxfast-adapters-", lambda data: (build_report(data), []),
+                   strict=False, pytest_help="extra arguments for pytest (e.g. -k 8k)")
 
 
 if __name__ == "__main__":

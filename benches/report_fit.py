@@ -15,16 +15,13 @@ pytest's own output goes to stderr.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+import reporting
+from reporting import fmt_ratio, fmt_time
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 BENCH_FILE = HERE / "test_bench_fit.py"
 
 TARGETS = {  # scenario -> (targeted contender, minimum ratio over ctxfast)
@@ -39,18 +36,6 @@ SCENARIO_TITLES = {
     "langchain": "Turn 60 vs LangChain `trim_messages` and the naive loop (default policy)",
 }
 CEILING_ORDER = [4_000, 8_000, 32_000, 128_000]
-
-
-def fmt_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s * 1e6:.0f} µs"
-
-
-def fmt_ratio(r: float) -> str:
-    return f"{r:,.0f}×" if r >= 100 else f"{r:.2f}×"
 
 
 def count_calls(e: dict) -> str:
@@ -78,17 +63,6 @@ def load(e: dict) -> str:
     """Cores' worth of CPU other processes used during the row (conftest's cpuload), if known."""
     others = e.get("cpu_others")
     return "" if others is None else f"{others:.2f}"
-
-
-def run_benchmarks(json_path: Path, extra: list[str]) -> None:
-    cmd = [sys.executable, "-m", "pytest", str(BENCH_FILE), "-q", "-p", "no:cacheprovider",
-           f"--benchmark-json={json_path}", "--benchmark-columns=median,rounds", *extra]
-    env = dict(os.environ)
-    env.pop("CTXFAST_BENCH_QUICK", None)
-    print("$ " + " ".join(cmd), file=sys.stderr)
-    proc = subprocess.run(cmd, cwd=REPO, env=env, stdout=sys.stderr, stderr=sys.stderr)
-    if proc.returncode != 0:
-        raise SystemExit(f"benchmarks failed (pytest exit {proc.returncode})")
 
 
 def build_report(data: dict) -> tuple[str, list[tuple[str, bool]]]:
@@ -177,21 +151,8 @@ def build_report(data: dict) -> tuple[str, list[tuple[str, bool]]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", type=Path, help="keep pytest-benchmark's JSON here")
-    ap.add_argument("--from-json", type=Path, help="report on an existing JSON instead of running")
-    ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
-    ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (e.g. -k scratch)")
-    args = ap.parse_args()
-    if args.from_json:
-        path = args.from_json
-    else:
-        path = args.json or Path(tempfile.mkdtemp(prefix="ctxfast-fit-")) / "bench.json"
-        run_benchmarks(path, args.pytest_args)
-    text, verdicts = build_report(json.loads(path.read_text()))
-    print(text)
-    if args.strict and not all(ok for _, ok in verdicts):
-        raise SystemExit(1)
+    reporting.main(__doc__, BENCH_FILE, "ctxfast-fit-", build_report,
+                   pytest_help="extra arguments for pytest (e.g. -k scratch)")
 
 
 if __name__ == "__main__":

@@ -134,15 +134,19 @@ def fit_messages(
     tokenizer: Tokenizer | Callable[[str], int] | None,
     *,
     digest_framing: int,
-    make_digest: Callable[[str], Any],
-    with_text: Callable[[Any, str], Any],
+    make_digest: Callable[[str], Any] | None = None,
+    with_text: Callable[[Any, str], Any] | None = None,
 ) -> tuple[list[Any], Fit]:
     """Count every string in one batch, fit once, and rebuild the message list.
 
     ``fixed`` holds costs that are always sent (tool schemas, reply priming) as
     (label, layer, tokens). ``make_digest(text)`` builds the provider message that stands in for
-    a digested exchange, and ``with_text(message, text)`` copies a message with shorter text.
+    a digested exchange, and ``with_text(message, text)`` copies a message with shorter text;
+    both default to the dict messages OpenAI and Anthropic share (a plain user message; a copy
+    with new ``content``).
     """
+    make_digest = make_digest or (lambda text: {"role": "user", "content": text})
+    with_text = with_text or (lambda m, text: {**m, "content": text})
     if not records:
         raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
     tok = resolve_tokenizer(tokenizer)

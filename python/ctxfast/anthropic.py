@@ -210,10 +210,6 @@ def fit_messages(
         ("<system>", PromptLayer.SYSTEM, tok.count(sys_text) if sys_text else 0),
         ("<tool schemas>", PromptLayer.TOOLS, tools_cost),
     ]
-
-    def with_text(m: dict[str, Any], text: str) -> dict[str, Any]:
-        return {**m, "content": text}
-
     return _payload.fit_messages(
         messages,
         records,
@@ -222,6 +218,4 @@ def fit_messages(
         policy,
         tok,
         digest_framing=TOKENS_PER_MESSAGE,
-        make_digest=lambda text: {"role": "user", "content": text},
-        with_text=with_text,
     )

@@ -198,6 +198,4 @@ def fit_messages(
         policy,
         tok,
         digest_framing=TOKENS_PER_MESSAGE + 1,  # a user message: framing + its role
-        make_digest=lambda text: {"role": "user", "content": text},
-        with_text=lambda m, text: {**m, "content": text},
     )
