@@ -152,7 +152,7 @@ def fit_messages(
     tok = resolve_tokenizer(tokenizer)
     strings = [s for r in records for s in r.counted]
     try:
-        counts = tok.count_many(strings) if strings else []
+        counts: Sequence[int] = tok.count_many(strings).tolist() if strings else []
     except TextEncodingError as e:
         raise _locate(e, records) from e
     segments: list[Segment] = []

@@ -221,6 +221,7 @@ def trim_messages(
     elif mode == "approximate":
         digest_tokenizer, digest_framing = Tokenizer.approximate(_APPROX_CHARS_PER_TOKEN), _APPROX_PER_MESSAGE
     else:
+        assert count_fn is not None  # "message" and "list" modes always carry a counter
         fn = count_fn
         wrap = (lambda text: fn(HumanMessage(content=text))) if mode == "message" else (lambda text: fn([HumanMessage(content=text)]))
         digest_tokenizer, digest_framing = Tokenizer.from_callable(wrap), 0
