@@ -104,7 +104,7 @@ impl TokenCounter {
     /// Exact count straight from the engine, neither reading nor filling the cache.
     pub fn count_uncached(&self, text: &str) -> CtxResult<usize> {
         match &self.engine {
-            Engine::Tiktoken(e) => Ok(e.tokenizer().count(text)),
+            Engine::Tiktoken(e) => Ok(e.count(text)),
             Engine::HuggingFace(hf) => hf.count(text),
             Engine::Approximate { chars_per_token } => {
                 Ok(approximate::count(text, *chars_per_token))

@@ -136,3 +136,20 @@ fn malformed_tokenizer_json_is_an_error() {
         Some(CtxError::TokenizerLoad(_))
     ));
 }
+
+#[test]
+fn memoised_counting_equals_the_engine_on_long_texts() {
+    let repetitive = "It is a truth universally acknowledged, that a single man in possession of a good fortune. ".repeat(400);
+    let mut x: u64 = 7;
+    let random: String = (0..40_000)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789+/ \n"[(x >> 58) as usize % 50] as char
+        })
+        .collect();
+    for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        for text in [&repetitive, &random] {
+            assert_eq!(enc.count(text), enc.tokenizer().count(text.as_str()), "{enc:?}");
+        }
+    }
+}
