@@ -100,13 +100,7 @@ impl CallableCounter<'_> {
 
 impl Counter for CallableCounter<'_> {
     fn count(&self, text: &str) -> CtxResult<usize> {
-        let key = CountCache::key(text);
-        if let Some(n) = self.cache.get(key) {
-            return Ok(n);
-        }
-        let n = self.keep(call_counter(self.py, self.func, text))?;
-        self.cache.insert(key, n);
-        Ok(n)
+        self.cache.get_or_count(text, |t| self.keep(call_counter(self.py, self.func, t)))
     }
     fn truncate(&self, text: &str, max_tokens: usize) -> CtxResult<String> {
         self.keep(truncate_by_calls(self.py, self.func, text, max_tokens)).map(str::to_string)

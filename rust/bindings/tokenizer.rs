@@ -95,13 +95,7 @@ impl Tokenizer {
 
     /// Count through the user's callable, through the cache.
     fn call_count(py: Python<'_>, func: &Py<PyAny>, cache: &CountCache, text: &str) -> PyResult<usize> {
-        let key = CountCache::key(text);
-        if let Some(n) = cache.get(key) {
-            return Ok(n);
-        }
-        let n = call_counter(py, func, text)?;
-        cache.insert(key, n);
-        Ok(n)
+        cache.get_or_count(text, |t| call_counter(py, func, t))
     }
 
     pub fn count_str(&self, py: Python<'_>, text: &str, use_cache: bool) -> PyResult<usize> {

@@ -375,8 +375,10 @@ impl Window {
     fn apply(&mut self, ids: &[u64], out: &FitOutcome, changes: &mut Changes) -> CtxResult<()> {
         let names: Vec<String> = self.policy.rungs.iter().map(|x| x.name.clone()).collect();
         let rung_name = |r: usize| names.get(r).cloned().unwrap_or_default();
-        // Digests first (their members are in the removals too, as "digest").
-        for rec in &out.digests {
+        // Digests first (their members are in the removals too, as "digest"). The entry each
+        // becomes is remembered, so a later rung dropping that digest removes exactly it.
+        let mut digest_entry: Vec<Option<u64>> = vec![None; out.digests.len()];
+        for (d, rec) in out.digests.iter().enumerate() {
             let member_ids: Vec<u64> = rec.members.iter().map(|&m| ids[m]).collect();
             let Some(first) = member_ids.first().and_then(|&id| self.position(id)) else { continue };
             let mut data = SegmentData::new(rec.text.clone(), rec.layer);
@@ -384,7 +386,9 @@ impl Window {
             let source = self.entries[first].seg.key.clone();
             let name = rung_name(rec.rung);
             self.counters.digests += 1;
-            self.replace_with_surrogate(&member_ids, data, rec.tokens, &name, (source, "digest".into()), changes);
+            digest_entry[d] = self
+                .replace_with_surrogate(&member_ids, data, rec.tokens, &name, (source, "digest".into()), changes)
+                .map(|e| e.id);
         }
         for r in &out.removals {
             match (r.target, r.action) {
@@ -394,8 +398,7 @@ impl Window {
                 }
                 // A digest made and dropped in the same fit: the surrogate leaves.
                 (Target::Digest(d), Taken::Drop) => {
-                    let text = &out.digests[d].text;
-                    if let Some(id) = self.entries.iter().find(|e| e.provenance.is_some() && &e.seg.text == text).map(|e| e.id) {
+                    if let Some(id) = digest_entry.get(d).copied().flatten() {
                         self.counters.evictions += 1;
                         self.evict(id, &rung_name(r.rung), "drop", changes);
                     }

@@ -160,3 +160,29 @@ fn state_round_trips_through_json() {
     assert_eq!(back.policy(), w.policy());
     assert!(Window::from_json(b"{}").is_err());
 }
+
+#[test]
+fn a_digest_dropped_in_the_same_fit_leaves_exactly_itself() {
+    // Two identical tool exchanges give identical digests; the tight limit makes the agent
+    // policy digest both and then drop the oldest record.
+    let mut w = Window::new(20, 0, presets::agent(0), None, None).unwrap();
+    admit(&mut w, &words(5), Layer::System, None, 0.0);
+    for g in ["x1", "x2"] {
+        let mut call = SegmentData::new("call", Layer::Conversation);
+        call.group = Some(g.into());
+        call.tool = Some(crate::engine::ToolCall { step: Some(1), tool: Some("read".into()), arguments: Some("a".into()) });
+        let mut result = SegmentData::new(vec!["w"; 60].join("\n"), Layer::ToolResult);
+        result.group = Some(g.into());
+        result.key = Some(format!("{g}.result"));
+        w.admit(Arc::new(call), 1);
+        w.admit(Arc::new(result), 60);
+    }
+    let out = w.fit(&Words).ok().unwrap();
+    let kinds: Vec<(&str, bool)> =
+        out.changes.removed.iter().map(|(e, _, a)| (*a, e.provenance.is_some())).collect();
+    assert!(kinds.contains(&("drop", true)), "{kinds:?}");
+    let surrogates = w.entries().iter().filter(|e| e.provenance.is_some()).count();
+    assert_eq!(surrogates, 1, "one digest kept, the other dropped");
+    assert!(w.held_tokens() <= 20);
+    assert!(balanced(&w));
+}
