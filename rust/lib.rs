@@ -1,4 +1,5 @@
-//! ctxfast core: exact token counting, the per-unit count cache and (later) the eviction engine.
+//! ctxfast core: exact token counting, the per-unit count cache, the eviction engine and the
+//! stateful window.
 //!
 //! Nothing outside `bindings` knows about Python; the core is tested with `cargo test` alone.
 
@@ -7,6 +8,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod cache;
+pub mod fmt;
 pub mod engine;
 pub mod error;
 pub mod tokenize;

@@ -1,6 +1,7 @@
 //! The durable record left in place of a tool exchange: no model call, same input → same text.
 
 use super::segment::{Layer, SegmentData};
+use crate::fmt::thousands;
 
 const RESULT_PREVIEW_CHARS: usize = 120;
 
@@ -64,18 +65,6 @@ fn preview(text: &str, max: usize) -> String {
     out
 }
 
-pub fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,7 +85,5 @@ mod tests {
             "[compacted] step 16: asked \"Please fix the ledger rounding bug\"; called read_file(src/billing/ledger.py) \
              -> 2 lines, 9,020 tokens: class LedgerService:; answered \"Fixed: rounding now uses banker's rounding.\""
         );
-        assert_eq!(thousands(1234567), "1,234,567");
-        assert_eq!(thousands(12), "12");
     }
 }

@@ -1,6 +1,7 @@
-//! A policy is data: ordered rungs plus the protected set. Nothing here runs; see `ladder`.
+//! A policy is data: ordered rungs plus the protected set. Nothing here runs; see `ladder` and `fit`.
 
 use super::segment::{Layer, LayerSet};
+use crate::fmt::plural;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
@@ -104,13 +105,5 @@ impl Floor {
             parts.push(format!("{} tokens", self.min_tokens));
         }
         parts.join(" + ")
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }

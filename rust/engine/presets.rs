@@ -102,3 +102,23 @@ pub fn agent(keep_last: usize) -> Policy {
 }
 
 pub const PRESET_NAMES: [&str; 5] = ["context_window", "troubleshooting", "seven_tier", "ranked", "agent"];
+
+/// A preset by name, with its documented defaults (`seven_tier` top 3, `ranked` and `agent` keep
+/// the last 2 exchanges). "default" is `context_window`. The one table the bindings and the
+/// command line read, so a new preset is one function and one line here.
+pub fn by_name(name: &str) -> Option<(&'static str, Policy)> {
+    let found = match name {
+        "context_window" | "default" => ("context_window", context_window()),
+        "troubleshooting" => ("troubleshooting", troubleshooting()),
+        "seven_tier" => ("seven_tier", seven_tier(DEFAULT_TOP_K)),
+        "ranked" => ("ranked", ranked(DEFAULT_KEEP_LAST)),
+        "agent" => ("agent", agent(DEFAULT_KEEP_LAST)),
+        _ => return None,
+    };
+    Some(found)
+}
+
+/// `seven_tier`'s default: retrieved chunks beyond the 3 best may go.
+pub const DEFAULT_TOP_K: usize = 3;
+/// `ranked` and `agent`: the last 2 exchanges stay verbatim.
+pub const DEFAULT_KEEP_LAST: usize = 2;

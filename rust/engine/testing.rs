@@ -1,12 +1,12 @@
 //! Test support shared by the engine's and the window's tests.
 
-use super::Counter;
+use super::TokenSource;
 use crate::error::CtxResult;
 
 /// One token per whitespace-separated word: easy to reason about in tests.
 pub struct Words;
 
-impl Counter for Words {
+impl TokenSource for Words {
     fn count(&self, text: &str) -> CtxResult<usize> {
         Ok(text.split_whitespace().count())
     }

@@ -1,6 +1,7 @@
 use super::presets::*;
 use super::*;
 use super::testing::Words;
+use crate::error::{CtxError, CtxResult};
 
 fn seg(layer: Layer, tokens: usize) -> SegmentData {
     // Real words, so the Words counter and truncation agree with `tokens`.
@@ -22,17 +23,16 @@ fn scored(layer: Layer, tokens: usize, score: f64, key: &str) -> SegmentData {
     s
 }
 
-fn run(segs: &[SegmentData], budget: &Budget, policy: &Policy) -> Result<FitOutcome, FitError> {
+fn run(segs: &[SegmentData], budget: &Budget, policy: &Policy) -> CtxResult<FitOutcome> {
     let refs: Vec<&SegmentData> = segs.iter().collect();
     let counts: Vec<usize> = segs.iter().map(|s| s.tokens.unwrap_or(0)).collect();
     fit(&refs, &counts, budget, policy, &Words, None, 0)
 }
 
-fn ok(r: Result<FitOutcome, FitError>) -> FitOutcome {
+fn ok(r: CtxResult<FitOutcome>) -> FitOutcome {
     match r {
         Ok(o) => o,
-        Err(FitError::Unfittable(u)) => panic!("unfittable: {}", u.message()),
-        Err(FitError::Other(e)) => panic!("{e}"),
+        Err(e) => panic!("{e}"),
     }
 }
 
@@ -133,7 +133,7 @@ fn protected_set_that_cannot_fit_is_unfittable_and_named() {
     let segs = vec![seg(Layer::System, 900), seg(Layer::CurrentTurn, 300), seg(Layer::Conversation, 50)];
     let budget = Budget::new(1000, 0, [None; 8]).unwrap();
     match run(&segs, &budget, &context_window()) {
-        Err(FitError::Unfittable(u)) => {
+        Err(CtxError::Unfittable(u)) => {
             assert_eq!(u.shortfall, 200);
             assert_eq!(u.components, vec![("system".to_string(), 900), ("current_turn".to_string(), 300)]);
             assert!(u.message().contains("short by 200"), "{}", u.message());

@@ -1,7 +1,12 @@
 //! The eviction trace: what a reviewer reads to see why the request looks the way it does.
 
-use super::digest::thousands;
-use super::segment::Layer;
+use rustc_hash::FxHashSet as HashSet;
+
+use super::budget::Budget;
+use super::ladder::Ladder;
+use super::outcome::{Taken, Target};
+use super::segment::{Layer, LayerSet, SegmentData};
+use crate::fmt::{plural, thousands};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
@@ -48,6 +53,119 @@ pub struct Trace {
     pub units_truncated: usize,
     pub units_digested: usize,
     pub floor_reached: bool,
+}
+
+/// Layers in order of first appearance: the order a reader meets them in the request.
+fn first_appearance(segs: &[&SegmentData]) -> Vec<Layer> {
+    let mut seen = HashSet::default();
+    segs.iter().map(|s| s.layer).filter(|l| seen.insert(*l)).collect()
+}
+
+/// Layers over their cap at the start, with the excess: reported, never enforced.
+pub(super) fn cap_overruns(segs: &[&SegmentData], budget: &Budget, start_layers: &[usize; 8]) -> Vec<(Layer, usize)> {
+    first_appearance(segs)
+        .into_iter()
+        .filter_map(|l| {
+            let cap = budget.caps[l.index()]?;
+            (start_layers[l.index()] > cap).then(|| (l, start_layers[l.index()] - cap))
+        })
+        .collect()
+}
+
+impl Trace {
+    /// The trace of a finished ladder; takes its sections.
+    pub(super) fn assemble(
+        lad: &mut Ladder<'_>,
+        budget: &Budget,
+        start_layers: &[usize; 8],
+        cap_overruns: &[(Layer, usize)],
+        start_total: usize,
+        final_total: usize,
+        count_calls: usize,
+    ) -> Trace {
+        let policy = lad.policy;
+        let order = first_appearance(lad.segs);
+        // Layers that share a label ("history") are one figure.
+        let mut merged: Vec<(String, usize)> = Vec::new();
+        for &l in &order {
+            let label = policy.label(l);
+            match merged.iter_mut().find(|(x, _)| x == label) {
+                Some((_, n)) => *n += start_layers[l.index()],
+                None => merged.push((label.to_string(), start_layers[l.index()])),
+            }
+        }
+        let caps = cap_overruns
+            .iter()
+            .map(|&(l, _)| (policy.label(l).to_string(), start_layers[l.index()], budget.caps[l.index()].unwrap_or(0)))
+            .collect();
+        let untouched = if lad.sections.is_empty() { Vec::new() } else { untouched_labels(lad, &order) };
+        Trace {
+            window: budget.window,
+            reserve: budget.reserve,
+            ceiling: lad.ceiling,
+            labels: policy.labels.clone(),
+            target: None,
+            start_layers: merged,
+            start_total,
+            caps,
+            sections: std::mem::take(&mut lad.sections),
+            final_total,
+            count_calls,
+            untouched,
+            units_removed: units_dropped(lad),
+            units_truncated: lad.truncations.iter().filter(|t| lad.seg_alive[t.index]).count(),
+            units_digested: lad.digests.len(),
+            floor_reached: lad.floor_reached,
+        }
+    }
+}
+
+/// Labels a rung could reach that lost nothing: "retrieval untouched".
+fn untouched_labels(lad: &Ladder<'_>, order: &[Layer]) -> Vec<String> {
+    let policy = lad.policy;
+    let touched: HashSet<&str> = lad
+        .removals
+        .iter()
+        .map(|r| match r.target {
+            Target::Segment(i) => lad.segs[i].layer,
+            Target::Digest(d) => lad.digests[d].layer,
+        })
+        .chain(lad.truncations.iter().map(|t| lad.segs[t.index].layer))
+        .map(|l| policy.label(l))
+        .collect();
+    let reachable = LayerSet(policy.rungs.iter().fold(0, |m, r| m | r.layers.0));
+    let mut out: Vec<String> = Vec::new();
+    for &l in order {
+        let label = policy.label(l);
+        if reachable.contains(l) && !policy.protected.contains(l) && !touched.contains(label) && !out.iter().any(|x| x == label) {
+            out.push(label.to_string());
+        }
+    }
+    out
+}
+
+/// Units that left by a drop (a group with several removed members is one unit).
+fn units_dropped(lad: &Ladder<'_>) -> usize {
+    let mut unit_of_seg = vec![0usize; lad.segs.len()];
+    let mut unit_of_digest = vec![0usize; lad.digests.len()];
+    for (u, unit) in lad.units.iter().enumerate() {
+        for &m in &unit.members {
+            unit_of_seg[m] = u;
+        }
+        if let Some(d) = unit.digest {
+            unit_of_digest[d] = u;
+        }
+    }
+    let units: HashSet<usize> = lad
+        .removals
+        .iter()
+        .filter(|r| r.action == Taken::Drop)
+        .map(|r| match r.target {
+            Target::Segment(i) => unit_of_seg[i],
+            Target::Digest(d) => unit_of_digest[d],
+        })
+        .collect();
+    units.len()
 }
 
 fn over_text(over: i64) -> String {
@@ -168,13 +286,5 @@ impl Trace {
         parts.push(format!("{} count{}", self.count_calls, plural(self.count_calls)));
         line(&mut out, format!("send    {}", parts.join(" · ")));
         out
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }

@@ -32,6 +32,40 @@ impl Status {
     }
 }
 
+/// Why an entry left or was replaced. Typed, so a rung a user names "rewrite" or "discard" is
+/// still a rung: the bindings decide what `fit()` returns from this, never from a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Cause {
+    /// Dropped (or truncated) by the policy's rung with this index.
+    Rung(usize),
+    /// Folded into a digest record by the rung with this index.
+    Digest(usize),
+    /// The caller's `discard(key)`.
+    Discard,
+    /// The caller's `rewrite(key, ...)`, applied now or as a deferred rewrite lands.
+    Rewrite,
+    /// The caller's `digest(key)`.
+    DigestCall,
+}
+
+impl Cause {
+    /// The name Python sees in `Why.cause`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Rung(_) => "rung",
+            Cause::Digest(_) => "digest",
+            Cause::Discard => "discard",
+            Cause::Rewrite => "rewrite",
+            Cause::DigestCall => "digest_call",
+        }
+    }
+
+    /// Whether the policy's ladder took the entry (what `ContextWindow.fit()` returns).
+    pub fn by_ladder(self) -> bool {
+        matches!(self, Cause::Rung(_) | Cause::Digest(_))
+    }
+}
+
 /// The answer to "why is this span absent (or present)?"
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Why {
@@ -39,8 +73,12 @@ pub struct Why {
     pub status: Status,
     /// The cycle (fits so far) in which this happened.
     pub cycle: u64,
-    /// The rung, "discard", "rewrite" or "digest"; None while simply held.
+    /// The rung's name, or "discard" / "rewrite" / "digest" for the caller's levers; None while
+    /// simply held.
     pub rung: Option<String>,
+    /// What `rung` stands for, typed; absent in states saved before it existed.
+    #[serde(default)]
+    pub cause: Option<Cause>,
     pub tokens_before: usize,
     pub tokens_after: usize,
     pub provenance: Option<String>,

@@ -1,6 +1,8 @@
 use super::*;
 use crate::engine::testing::Words;
 use crate::engine::presets;
+use crate::engine::TokenSource;
+use ledger::Cause;
 
 fn seg(text: &str, layer: Layer, key: Option<&str>, score: f64) -> Arc<SegmentData> {
     let mut s = SegmentData::new(text, layer);
@@ -46,7 +48,7 @@ fn fit_evicts_conversation_oldest_then_retrieved_lowest_and_frees_keys() {
     admit(&mut w, &words(10), Layer::Retrieved, Some("high"), 0.9);
     admit(&mut w, &words(10), Layer::Retrieved, Some("low"), 0.1);
     let out = w.fit(&Words).ok().unwrap();
-    let gone: Vec<&str> = out.changes.removed.iter().map(|(e, _, _)| e.seg.key.as_deref().unwrap_or("")).collect();
+    let gone: Vec<&str> = out.changes.removed.iter().map(|r| r.entry.seg.key.as_deref().unwrap_or("")).collect();
     assert_eq!(gone, vec!["t1", "t2", "low"]);
     assert_eq!(w.held_tokens(), 15);
     assert_eq!(w.why("low").unwrap().status, Status::EvictedDispensable);
@@ -62,7 +64,7 @@ fn a_prefix_that_cannot_fit_alone_is_an_error_and_changes_nothing() {
     let mut w = window(10);
     admit(&mut w, &words(12), Layer::System, None, 0.0);
     admit(&mut w, &words(3), Layer::Conversation, Some("t"), 0.0);
-    assert!(matches!(w.fit(&Words), Err(FitError::Unfittable(_))));
+    assert!(matches!(w.fit(&Words), Err(CtxError::Unfittable(_))));
     assert_eq!(w.held_tokens(), 15);
     assert!(w.holds("t"));
 }
@@ -178,9 +180,8 @@ fn a_digest_dropped_in_the_same_fit_leaves_exactly_itself() {
         w.admit(Arc::new(result), 60);
     }
     let out = w.fit(&Words).ok().unwrap();
-    let kinds: Vec<(&str, bool)> =
-        out.changes.removed.iter().map(|(e, _, a)| (*a, e.provenance.is_some())).collect();
-    assert!(kinds.contains(&("drop", true)), "{kinds:?}");
+    let kinds: Vec<(Cause, bool)> = out.changes.removed.iter().map(|r| (r.cause, r.entry.provenance.is_some())).collect();
+    assert!(kinds.iter().any(|&(c, surrogate)| matches!(c, Cause::Rung(_)) && surrogate), "{kinds:?}");
     let surrogates = w.entries().iter().filter(|e| e.provenance.is_some()).count();
     assert_eq!(surrogates, 1, "one digest kept, the other dropped");
     assert!(w.held_tokens() <= 20);

@@ -1,0 +1,160 @@
+//! `fit`: the ladder until the projection fits, then one authoritative count of what is sent; if
+//! that count is over (a joined payload whose joins merged differently), the ladder resumes from it.
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use super::budget::Budget;
+use super::ladder::Ladder;
+use super::outcome::{FitLedger, FitOutcome, Kept, Taken, Target};
+use super::policy::Policy;
+use super::segment::SegmentData;
+use super::trace::{cap_overruns, Trace};
+use super::TokenSource;
+use crate::error::{CtxResult, Unfittable};
+
+/// Fits `segs` (with their exact `counts`) under `budget` by `policy`. `framing` is what a segment
+/// the ladder creates (a digest record) costs beyond its text, so adapters' projections stay exact.
+pub fn fit(
+    segs: &[&SegmentData],
+    counts: &[usize],
+    budget: &Budget,
+    policy: &Policy,
+    counter: &dyn TokenSource,
+    separator: Option<&str>,
+    framing: usize,
+) -> CtxResult<FitOutcome> {
+    let sep_tokens = match separator {
+        Some(s) if !s.is_empty() => counter.count(s)?,
+        _ => 0,
+    };
+    let ceiling = budget.ceiling();
+    let mut lad = Ladder::new(segs, counts, policy, counter, ceiling, sep_tokens, framing);
+    let start_layers = lad.layer_sizes;
+    let start_total = lad.total();
+
+    let mut count_calls = 0;
+    let mut next_rung = 0;
+    let total = loop {
+        while lad.over() > 0 && next_rung < policy.rungs.len() {
+            lad.run_rung(next_rung)?;
+            if lad.over() > 0 {
+                next_rung += 1;
+            }
+        }
+        if lad.over() > 0 {
+            return Err(unfittable(&lad).into());
+        }
+        count_calls += 1;
+        let authoritative = match separator {
+            None => lad.sum,
+            Some(sep) => {
+                let (texts, counts) = kept_texts(&lad);
+                counter.count_joined(&texts, &counts, sep)?
+            }
+        };
+        let projected = lad.total() as i64 - lad.correction;
+        lad.correction = authoritative as i64 - projected;
+        if authoritative <= ceiling {
+            break authoritative;
+        }
+        if next_rung >= policy.rungs.len() {
+            return Err(unfittable(&lad).into());
+        }
+    };
+
+    let ledger = ledger(&lad);
+    let cap_overruns = cap_overruns(segs, budget, &start_layers);
+    let trace = Trace::assemble(&mut lad, budget, &start_layers, &cap_overruns, start_total, total, count_calls);
+    Ok(FitOutcome {
+        kept: kept_list(&lad),
+        // A body truncated and then dropped by a later rung is an eviction, not a truncation.
+        truncations: lad.truncations.iter().filter(|t| lad.seg_alive[t.index]).cloned().collect(),
+        removals: lad.removals,
+        digests: lad.digests,
+        total,
+        ceiling,
+        over_by: start_total.saturating_sub(ceiling),
+        cap_overruns,
+        rungs_fired: lad.rungs_fired,
+        count_calls,
+        trace,
+        ledger,
+    })
+}
+
+/// Where the removed tokens went; a digest's own size is not "removed".
+fn ledger(lad: &Ladder<'_>) -> FitLedger {
+    let mut ledger = FitLedger { rung_firings: vec![0; lad.policy.rungs.len()], ..Default::default() };
+    for s in &lad.sections {
+        ledger.rung_firings[s.rung] += s.rows.len();
+    }
+    for r in &lad.removals {
+        match (r.action, r.target) {
+            (Taken::Digest, _) => ledger.digested += r.tokens,
+            (Taken::Drop, Target::Segment(i)) if lad.segs[i].recoverable => ledger.evicted_recoverable += r.tokens,
+            (Taken::Drop, _) => ledger.evicted_dispensable += r.tokens,
+        }
+    }
+    for d in &lad.digests {
+        ledger.digested = ledger.digested.saturating_sub(d.tokens);
+    }
+    ledger.truncated = lad.truncations.iter().map(|t| t.before - t.after).sum();
+    ledger
+}
+
+/// Kept items in input order; a digest stands where its exchange began.
+pub(super) fn kept_list(lad: &Ladder<'_>) -> Vec<Kept> {
+    let digest_at: HashMap<usize, usize> = lad.digests.iter().enumerate().map(|(d, rec)| (rec.members[0], d)).collect();
+    let alive_digests: HashSet<usize> = lad.units.iter().filter(|u| u.alive).filter_map(|u| u.digest).collect();
+    let mut out = Vec::new();
+    for i in 0..lad.segs.len() {
+        if let Some(&d) = digest_at.get(&i) {
+            if alive_digests.contains(&d) {
+                out.push(Kept::Digest { digest: d });
+            }
+        }
+        if lad.seg_alive[i] {
+            out.push(match &lad.seg_text[i] {
+                Some(text) => Kept::Truncated { index: i, text: text.clone(), tokens: lad.seg_tokens[i] },
+                None => Kept::Original(i),
+            });
+        }
+    }
+    out
+}
+
+fn kept_texts<'l>(lad: &'l Ladder<'_>) -> (Vec<&'l str>, Vec<usize>) {
+    kept_list(lad)
+        .into_iter()
+        .map(|k| match k {
+            Kept::Original(i) => (lad.segs[i].text.as_str(), lad.seg_tokens[i]),
+            Kept::Truncated { index, .. } => (lad.seg_text[index].as_deref().unwrap_or(""), lad.seg_tokens[index]),
+            Kept::Digest { digest } => (lad.digests[digest].text.as_str(), lad.digests[digest].tokens),
+        })
+        .unzip()
+}
+
+/// What the policy could not touch, for the error that replaces a damaged request.
+fn unfittable(lad: &Ladder<'_>) -> Unfittable {
+    let mut components = Vec::new();
+    for u in lad.units.iter().filter(|u| u.alive && u.protected) {
+        for &m in u.members.iter().filter(|&&m| lad.seg_alive[m]) {
+            let s = lad.segs[m];
+            let label = match &s.key {
+                Some(k) => format!("{} {k:?}", lad.policy.label(s.layer)),
+                None => lad.policy.label(s.layer).to_string(),
+            };
+            components.push((label, lad.seg_tokens[m]));
+        }
+    }
+    let protected_tokens: usize = components.iter().map(|(_, n)| n).sum();
+    let total = lad.total();
+    Unfittable {
+        floor_tokens: total.saturating_sub(protected_tokens),
+        components,
+        ceiling: lad.ceiling,
+        total,
+        shortfall: total.saturating_sub(lad.ceiling),
+    }
+}
+
