@@ -2,7 +2,9 @@
 
 Each class also derives from the builtin that matches its meaning, so existing
 ``except ValueError`` / ``except TypeError`` handlers keep working. The Rust core raises these
-classes by name (``rust/bindings/errors.rs``); that file and this one are the whole mapping.
+classes by name (``rust/bindings/errors.rs``, one ``import_exception!`` line each); that file and
+this one are the whole mapping. Attributes travel as constructor arguments, so the Rust side can
+build an error without holding the interpreter.
 """
 
 from __future__ import annotations
@@ -21,7 +23,24 @@ class ArgumentTypeError(CtxfastError, TypeError):
 
 
 class TextEncodingError(CtxfastError, ValueError):
-    """Text that is not valid Unicode (a lone surrogate) and so has no token count."""
+    """Text that is not valid Unicode (a lone surrogate) and so has no token count.
+
+    Attributes: ``argument`` (the argument's name, e.g. ``"texts"``), ``index`` (for a sequence
+    argument, which item held the surrogate; ``None`` for a single text) and ``position`` (the
+    character offset of the surrogate in that text).
+    """
+
+    argument: str | None
+    index: int | None
+    position: int | None
+
+    def __init__(
+        self, message: str = "", argument: str | None = None, index: int | None = None, position: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.argument = argument
+        self.index = index
+        self.position = position
 
 
 class TokenizerLoadError(CtxfastError, ValueError):
@@ -29,7 +48,12 @@ class TokenizerLoadError(CtxfastError, ValueError):
 
 
 class _MissingFile(CtxfastError, FileNotFoundError):
-    # `.filename` and `.errno` are set after construction; the message stays the sentence.
+    # The message stays the sentence; `.filename` and `.errno` are set as on an OSError.
+    def __init__(self, message: str = "", filename: str | None = None, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.filename = filename
+        self.errno = errno
+
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
@@ -72,13 +96,21 @@ class Unfittable(CtxfastError):
     ceiling: int
     shortfall: int
 
-    def __init__(self, message: str = "") -> None:
+    def __init__(
+        self,
+        message: str = "",
+        components: list[tuple[str, int]] | None = None,
+        floor_tokens: int = 0,
+        total: int = 0,
+        ceiling: int = 0,
+        shortfall: int = 0,
+    ) -> None:
         super().__init__(message)
-        self.components = []
-        self.floor_tokens = 0
-        self.total = 0
-        self.ceiling = 0
-        self.shortfall = 0
+        self.components = list(components or [])
+        self.floor_tokens = floor_tokens
+        self.total = total
+        self.ceiling = ceiling
+        self.shortfall = shortfall
 
 
 #: The name ContextWindow users know it by.

@@ -1,8 +1,9 @@
 """What the provider adapters share: messages in, segments through one ``fit``, messages out.
 
 Each adapter turns its provider's messages into ``Message`` records: a layer, an exchange group,
-the strings that are tokenized and the framing the provider adds. The strings of the whole
-request are counted in one ``count_many`` call, each message becomes one ``Segment`` whose
+the strings that are tokenized and the framing the provider adds; and what is always sent (tool
+schemas, a system prompt, reply priming) into ``Fixed`` records. The strings of the whole
+request, fixed parts included, are counted in one ``count_many`` call, each message becomes one ``Segment`` whose
 ``tokens=`` is its full cost (text plus framing), and the ladder runs once in Rust. Kept messages
 come back as the caller's own objects, unchanged. A digest comes back as a new message, and so
 does a truncated message (a copy with shorter text).
@@ -19,9 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Segment, Tokenizer, fit
-import re
-
+from ctxfast._core import Budget, Fit, Policy, PromptLayer, Segment, Tokenizer, _resolve_policy, _resolve_tokenizer, fit
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, TextEncodingError
 
 
@@ -41,29 +40,29 @@ class Message:
     meta: dict[str, Any] | None = None
 
 
+@dataclass
+class Fixed:
+    """A part that is always sent (tool schemas, a system prompt, reply priming)."""
+
+    label: str
+    layer: PromptLayer
+    #: Its strings, tokenized in the request's one batch.
+    counted: list[str] = field(default_factory=list)
+    #: Tokens beyond those strings (per-function constants, a tool-use system prompt...).
+    tokens: int = 0
+    #: What an error about its text names, e.g. ``"tools"`` or ``"system"``.
+    where: str = ""
+
+
 def resolve_tokenizer(tokenizer: Tokenizer | Callable[[str], int] | None) -> Tokenizer:
-    if tokenizer is None:
-        return Tokenizer.default()
-    if isinstance(tokenizer, Tokenizer):
-        return tokenizer
-    if callable(tokenizer):
-        return Tokenizer.from_callable(tokenizer)
-    raise ArgumentTypeError(
-        f"argument 'tokenizer' must be a ctxfast.Tokenizer or a callable str -> int, "
-        f"not {type(tokenizer).__name__}"
-    )
+    """The tokenizer argument, resolved exactly as ``ctxfast.fit`` resolves it (in Rust): a plain
+    callable keeps one wrapper, and so one count cache, across requests."""
+    return _resolve_tokenizer(tokenizer)
 
 
 def resolve_policy(policy: Policy | str | None) -> Policy:
-    if policy is None:
-        return Policy.agent()
-    if isinstance(policy, Policy):
-        return policy
-    if isinstance(policy, str):
-        return Policy.preset(policy)
-    raise ArgumentTypeError(
-        f"argument 'policy' must be a ctxfast.Policy or a preset name, not {type(policy).__name__}"
-    )
+    """The policy argument as ``ctxfast.fit`` resolves it, with the adapters' default, ``agent``."""
+    return _resolve_policy(policy, "agent")
 
 
 def resolve_budget(budget: Budget | int) -> Budget:
@@ -128,7 +127,7 @@ def place(
 def fit_messages(
     messages: Sequence[Any],
     records: list[Message],
-    fixed: list[tuple[str, PromptLayer, int]],
+    fixed: list[Fixed],
     budget: Budget | int,
     policy: Policy | str | None,
     tokenizer: Tokenizer | Callable[[str], int] | None,
@@ -139,8 +138,8 @@ def fit_messages(
 ) -> tuple[list[Any], Fit]:
     """Count every string in one batch, fit once, and rebuild the message list.
 
-    ``fixed`` holds costs that are always sent (tool schemas, reply priming) as
-    (label, layer, tokens). ``make_digest(text)`` builds the provider message that stands in for
+    ``fixed`` holds the parts that are always sent (tool schemas, reply priming); their strings
+    join the same batch. ``make_digest(text)`` builds the provider message that stands in for
     a digested exchange, and ``with_text(message, text)`` copies a message with shorter text;
     both default to the dict messages OpenAI and Anthropic share (a plain user message; a copy
     with new ``content``).
@@ -150,22 +149,23 @@ def fit_messages(
     if not records:
         raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
     tok = resolve_tokenizer(tokenizer)
-    strings = [s for r in records for s in r.counted]
+    parts: list[Message | Fixed] = [*records, *fixed]
+    strings = [s for p in parts for s in p.counted]
     try:
         counts: Sequence[int] = tok.count_many(strings).tolist() if strings else []
     except TextEncodingError as e:
-        raise _locate(e, records) from e
+        raise _locate(e, parts) from e
     segments: list[Segment] = []
     at = 0
-    for r in records:
-        cost = r.framing + int(sum(counts[at : at + len(r.counted)]))
-        at += len(r.counted)
-        meta = dict(r.meta or {})
-        meta["index"] = r.index
-        segments.append(Segment(r.text, r.layer, group=r.group, tokens=cost, meta=meta))
-    for label, layer, tokens in fixed:
-        if tokens > 0:
-            segments.append(Segment(label, layer, tokens=tokens, meta={"fixed": label}))
+    for p in parts:
+        cost = int(sum(counts[at : at + len(p.counted)]))
+        at += len(p.counted)
+        if isinstance(p, Message):
+            meta = dict(p.meta or {})
+            meta["index"] = p.index
+            segments.append(Segment(p.text, p.layer, group=p.group, tokens=cost + p.framing, meta=meta))
+        elif cost + p.tokens > 0:
+            segments.append(Segment(p.label, p.layer, tokens=cost + p.tokens, meta={"fixed": p.label}))
     if not segments:
         raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
     result = fit(
@@ -191,17 +191,21 @@ def fit_messages(
     return out, result
 
 
-def _locate(err: TextEncodingError, records: list[Message]) -> TextEncodingError:
-    """Re-word a lone-surrogate error about the batch's strings in terms of the caller's messages."""
-    found = re.search(r"texts\[(\d+)\]", str(err))
-    if not found:
+def _locate(err: TextEncodingError, parts: list[Message | Fixed]) -> TextEncodingError:
+    """Re-word a lone-surrogate error about the batch's strings in terms of the caller's payload:
+    ``err.index`` is the string's place in the batch, which maps back to one message or part."""
+    if err.index is None:
         return err
-    at = int(found.group(1))
-    for r in records:
-        if at < len(r.counted):
+    at = err.index
+    for p in parts:
+        if at < len(p.counted):
+            where = f"messages[{p.index}]" if isinstance(p, Message) else p.where or p.label
             return TextEncodingError(
-                f"messages[{r.index}] contains a lone surrogate, which is not valid Unicode text and "
-                "has no token count; clean it first, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
+                f"{where} contains a lone surrogate, which is not valid Unicode text and has no token "
+                "count; clean it first, e.g. text.encode('utf-8', 'replace').decode('utf-8')",
+                where,
+                p.index if isinstance(p, Message) else None,
+                err.position,
             )
-        at -= len(r.counted)
+        at -= len(p.counted)
     return err

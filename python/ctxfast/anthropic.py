@@ -33,7 +33,7 @@ from typing import Any
 from ctxfast import _payload
 from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
-from ctxfast._payload import Message, assign_exchanges
+from ctxfast._payload import Fixed, Message, assign_exchanges
 
 __all__ = ["fit_messages", "TOOL_SYSTEM_PROMPT", "TOKENS_PER_MESSAGE"]
 
@@ -205,10 +205,9 @@ def fit_messages(
         tool_texts.append(_json(t, f"tools[{k}]"))
     # The table's first column covers both auto and none (with tools given).
     prompt = _tool_prompt(model, choice)
-    tools_cost = int(sum(tok.count_many(tool_texts))) + prompt if tool_texts else 0
     fixed = [
-        ("<system>", PromptLayer.SYSTEM, tok.count(sys_text) if sys_text else 0),
-        ("<tool schemas>", PromptLayer.TOOLS, tools_cost),
+        Fixed("<system>", PromptLayer.SYSTEM, [sys_text] if sys_text else [], where="system"),
+        Fixed("<tool schemas>", PromptLayer.TOOLS, tool_texts, prompt if tool_texts else 0, "tools"),
     ]
     return _payload.fit_messages(
         messages,

@@ -225,7 +225,7 @@ def trim_messages(
         fn = count_fn
         wrap = (lambda text: fn(HumanMessage(content=text))) if mode == "message" else (lambda text: fn([HumanMessage(content=text)]))
         digest_tokenizer, digest_framing = Tokenizer.from_callable(wrap), 0
-    fixed = [("<reply priming>", PromptLayer.SYSTEM, REPLY_PRIMING if mode == "native" else 0)]
+    fixed = [_payload.Fixed("<reply priming>", PromptLayer.SYSTEM, tokens=REPLY_PRIMING if mode == "native" else 0)]
     kept, result = _payload.fit_messages(
         messages,
         records,

@@ -30,7 +30,7 @@ from typing import Any
 from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast import _payload
-from ctxfast._payload import Message, assign_exchanges
+from ctxfast._payload import Fixed, Message, assign_exchanges
 
 __all__ = ["fit_messages", "message_framing", "REPLY_PRIMING", "TOKENS_PER_MESSAGE"]
 
@@ -97,9 +97,12 @@ def _main_text(content: Any) -> str:
     return ""
 
 
-def _tools_cost(tools: Sequence[Any], count: Callable[[str], int], encoding: str) -> int:
+def _tools_parts(tools: Sequence[Any], encoding: str) -> tuple[list[str], int]:
+    """The cookbook's schema rule as (strings to tokenize, constant tokens): every term of the
+    rule is a count of some string or a constant, so the strings can join the request's one batch."""
     func_init = FUNC_INIT.get(encoding, FUNC_INIT_DEFAULT)
-    total = 0
+    strings: list[str] = []
+    constant = 0
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise ArgumentTypeError(f"tools[{i}] must be a dict, not {type(tool).__name__}")
@@ -107,7 +110,8 @@ def _tools_cost(tools: Sequence[Any], count: Callable[[str], int], encoding: str
         if not isinstance(fn, dict) or "name" not in fn:
             raise InvalidArgumentError(f"tools[{i}] has no function name")
         desc = str(fn.get("description", "")).removesuffix(".")
-        total += func_init + count(f"{fn['name']}:{desc}")
+        constant += func_init
+        strings.append(f"{fn['name']}:{desc}")
         params = fn.get("parameters") or {}
         if not isinstance(params, dict):
             raise ArgumentTypeError(f"tools[{i}].parameters must be a dict, not {type(params).__name__}")
@@ -115,22 +119,21 @@ def _tools_cost(tools: Sequence[Any], count: Callable[[str], int], encoding: str
         if not isinstance(props, dict):
             raise ArgumentTypeError(f"tools[{i}].parameters.properties must be a dict, not {type(props).__name__}")
         if props:
-            total += PROP_INIT
+            constant += PROP_INIT
             for key, spec in props.items():
-                total += PROP_KEY
+                constant += PROP_KEY
                 if not isinstance(spec, dict) or "type" not in spec or spec.get("type") in ("object", "array"):
                     # Nested or unusual schemas: their JSON text, as an estimate.
-                    total += count(f"{key}:{json.dumps(spec, sort_keys=True)}")
+                    strings.append(f"{key}:{json.dumps(spec, sort_keys=True)}")
                     continue
                 p_desc = str(spec.get("description", "")).removesuffix(".")
                 if "enum" in spec:
                     if not isinstance(spec["enum"], list):
                         raise ArgumentTypeError(f"tools[{i}] property {key!r}: enum must be a list")
-                    total += ENUM_INIT
-                    for item in spec["enum"]:
-                        total += ENUM_ITEM + count(str(item))
-                total += count(f"{key}:{spec['type']}:{p_desc}")
-    return total + FUNC_END if tools else 0
+                    constant += ENUM_INIT + ENUM_ITEM * len(spec["enum"])
+                    strings += [str(item) for item in spec["enum"]]
+                strings.append(f"{key}:{spec['type']}:{p_desc}")
+    return strings, constant + FUNC_END if tools else 0
 
 
 def fit_messages(
@@ -186,9 +189,10 @@ def fit_messages(
             Message(i, layer, group, _main_text(m.get("content")), strings, message_framing(m) + extra, meta)
         )
     tok = _payload.resolve_tokenizer(tokenizer)
+    schema_strings, schema_tokens = _tools_parts(tools or (), tok.name)
     fixed = [
-        ("<tool schemas>", PromptLayer.TOOLS, _tools_cost(tools or (), tok.count, tok.name)),
-        ("<reply priming>", PromptLayer.SYSTEM, REPLY_PRIMING),
+        Fixed("<tool schemas>", PromptLayer.TOOLS, schema_strings, schema_tokens, "tools"),
+        Fixed("<reply priming>", PromptLayer.SYSTEM, tokens=REPLY_PRIMING),
     ]
     return _payload.fit_messages(
         messages,

@@ -6,7 +6,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 
-use super::errors::{error, Kind};
+use super::errors::{ArgumentTypeError, InvalidArgumentError, TextEncodingError};
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
@@ -17,36 +17,42 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 
 #[cold]
 pub fn wrong_type(obj: &Bound<'_, PyAny>, arg: &str, want: &str) -> PyErr {
-    error(
-        obj.py(),
-        Kind::ArgumentType,
-        format!("argument '{arg}' must be {want}, not {}", type_name(obj)),
-    )
+    ArgumentTypeError::new_err(format!("argument '{arg}' must be {want}, not {}", type_name(obj)))
 }
 
 /// A `str` as UTF-8. Lone surrogates cannot be UTF-8 and are refused with their position.
 pub fn text<'a>(obj: &'a Bound<'_, PyAny>, arg: &str) -> PyResult<&'a str> {
     let s = obj.cast::<PyString>().map_err(|_| wrong_type(obj, arg, "str"))?;
-    s.to_str().map_err(|e| surrogate_error(obj.py(), e, arg))
+    s.to_str().map_err(|e| surrogate_error(obj.py(), e, arg, None))
 }
 
+/// Item `index` of the sequence argument `arg`, as UTF-8; errors name `arg[index]` and carry the
+/// index, so a caller holding the sequence can say which of its own items was bad.
+pub fn text_item<'a>(obj: &'a Bound<'_, PyAny>, arg: &str, index: usize) -> PyResult<&'a str> {
+    let s = obj.cast::<PyString>().map_err(|_| wrong_type(obj, &format!("{arg}[{index}]"), "str"))?;
+    s.to_str().map_err(|e| surrogate_error(obj.py(), e, arg, Some(index)))
+}
+
+/// `TextEncodingError(message, argument, index, position)`: `index` is the item of a sequence
+/// argument (None for a single text), `position` the character offset of the lone surrogate.
 #[cold]
-fn surrogate_error(py: Python<'_>, err: PyErr, arg: &str) -> PyErr {
-    let value = err.value(py);
-    let start = value
-        .getattr("start")
-        .and_then(|s| s.extract::<usize>())
-        .map(|s| format!(" at index {s}"))
-        .unwrap_or_default();
-    let new = error(
-        py,
-        Kind::TextEncoding,
+fn surrogate_error(py: Python<'_>, err: PyErr, arg: &str, index: Option<usize>) -> PyErr {
+    let position = err.value(py).getattr("start").and_then(|s| s.extract::<usize>()).ok();
+    let at = position.map(|p| format!(" at index {p}")).unwrap_or_default();
+    let name = match index {
+        Some(i) => format!("{arg}[{i}]"),
+        None => arg.to_string(),
+    };
+    let new = TextEncodingError::new_err((
         format!(
-            "argument '{arg}' contains a lone surrogate{start}, which is not valid Unicode text \
+            "argument '{name}' contains a lone surrogate{at}, which is not valid Unicode text \
              and has no token count; clean it first, e.g. \
              text.encode('utf-8', 'replace').decode('utf-8')"
         ),
-    );
+        arg.to_string(),
+        index,
+        position,
+    ));
     new.set_cause(py, Some(err));
     new
 }
@@ -76,23 +82,15 @@ pub fn count_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
         return Err(wrong_type(obj, arg, "int"));
     }
     match obj.extract::<i128>() {
-        Ok(v) if v >= 0 => usize::try_from(v).map_err(|_| too_large(obj, arg, v)),
-        Ok(v) => Err(error(
-            obj.py(),
-            Kind::InvalidArgument,
-            format!("argument '{arg}' must be >= 0, got {v}"),
-        )),
-        Err(_) => Err(error(
-            obj.py(),
-            Kind::InvalidArgument,
-            format!("argument '{arg}' is out of range"),
-        )),
+        Ok(v) if v >= 0 => usize::try_from(v).map_err(|_| too_large(arg, v)),
+        Ok(v) => Err(InvalidArgumentError::new_err(format!("argument '{arg}' must be >= 0, got {v}"))),
+        Err(_) => Err(InvalidArgumentError::new_err(format!("argument '{arg}' is out of range"))),
     }
 }
 
 #[cold]
-fn too_large(obj: &Bound<'_, PyAny>, arg: &str, v: i128) -> PyErr {
-    error(obj.py(), Kind::InvalidArgument, format!("argument '{arg}' is too large: {v}"))
+fn too_large(arg: &str, v: i128) -> PyErr {
+    InvalidArgumentError::new_err(format!("argument '{arg}' is too large: {v}"))
 }
 
 /// Token ids: a sequence of ints in 0..2**32.
@@ -108,13 +106,7 @@ pub fn ids(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Vec<u32>> {
         let item = item?;
         let name = format!("{arg}[{i}]");
         let v = count_arg(&item, &name)?;
-        let id = u32::try_from(v).map_err(|_| {
-            error(
-                item.py(),
-                Kind::InvalidArgument,
-                format!("argument '{name}' is not a token id: {v}"),
-            )
-        })?;
+        let id = u32::try_from(v).map_err(|_| InvalidArgumentError::new_err(format!("argument '{name}' is not a token id: {v}")))?;
         out.push(id);
     }
     Ok(out)
@@ -140,7 +132,7 @@ pub fn limit_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
         return Err(wrong_type(obj, arg, "int"));
     }
     if obj.lt(0)? {
-        return Err(error(obj.py(), Kind::InvalidArgument, format!("argument '{arg}' must be >= 0, got {obj}")));
+        return Err(InvalidArgumentError::new_err(format!("argument '{arg}' must be >= 0, got {obj}")));
     }
     Ok(obj.extract::<usize>().unwrap_or(usize::MAX))
 }
@@ -154,11 +146,7 @@ pub fn positive_float(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<f64> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
-        Err(error(
-            obj.py(),
-            Kind::InvalidArgument,
-            format!("argument '{arg}' must be a finite number > 0, got {v}"),
-        ))
+        Err(InvalidArgumentError::new_err(format!("argument '{arg}' must be a finite number > 0, got {v}")))
     }
 }
 

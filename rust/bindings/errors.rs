@@ -1,117 +1,78 @@
 //! The one place where failures become Python exceptions.
 //!
-//! The exception classes are defined in Python (`ctxfast/_errors.py`) so each can derive from both
+//! The classes are defined in Python (`ctxfast/_errors.py`), so each can derive from both
 //! `CtxfastError` and the builtin that matches its meaning (`ValueError`, `TypeError`, ...), which a
-//! Rust-defined class cannot. They are looked up only when an error is raised, never on the hot path.
+//! Rust-defined class cannot. Each is named once here with `import_exception!`: pyo3 imports it on
+//! the first raise and keeps it, and `new_err` is lazy, so raising needs no `py` and `?` works in
+//! every binding. A new exception is one class in `_errors.py` and one line here (plus a variant
+//! and an arm below when the core raises it).
+//!
+//! `import_exception!` panics if the class is missing from `ctxfast._errors`, which only a broken
+//! install can cause (the package imports that module before the extension is used);
+//! `tests/test_errors.py` checks that every name listed here exists.
 
-use pyo3::exceptions::PyRuntimeError;
-use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::PyErr;
 
 use crate::error::CtxError;
 
-/// Names of the exception classes in `ctxfast._errors`.
-#[derive(Clone, Copy, Debug)]
-pub enum Kind {
-    InvalidArgument,
-    ArgumentType,
-    TextEncoding,
-    TokenizerLoad,
-    TokenizerFileNotFound,
-    Unsupported,
-    Tokenization,
-    Counter,
-    FileNotFound,
-    Unfittable,
-    UnknownKey,
-    UntaggedRewrite,
-    LedgerInconsistency,
-}
+pyo3::import_exception!(ctxfast._errors, InvalidArgumentError);
+pyo3::import_exception!(ctxfast._errors, ArgumentTypeError);
+pyo3::import_exception!(ctxfast._errors, TextEncodingError);
+pyo3::import_exception!(ctxfast._errors, TokenizerLoadError);
+pyo3::import_exception!(ctxfast._errors, TokenizerFileNotFoundError);
+pyo3::import_exception!(ctxfast._errors, UnsupportedOperationError);
+pyo3::import_exception!(ctxfast._errors, TokenizationError);
+pyo3::import_exception!(ctxfast._errors, CounterError);
+pyo3::import_exception!(ctxfast._errors, CtxfastFileNotFoundError);
+pyo3::import_exception!(ctxfast._errors, Unfittable);
+pyo3::import_exception!(ctxfast._errors, UnknownKeyError);
+pyo3::import_exception!(ctxfast._errors, UntaggedRewriteError);
+pyo3::import_exception!(ctxfast._errors, BudgetLedgerInconsistency);
 
-impl Kind {
-    fn class_name(self) -> &'static str {
-        match self {
-            Kind::InvalidArgument => "InvalidArgumentError",
-            Kind::ArgumentType => "ArgumentTypeError",
-            Kind::TextEncoding => "TextEncodingError",
-            Kind::TokenizerLoad => "TokenizerLoadError",
-            Kind::TokenizerFileNotFound => "TokenizerFileNotFoundError",
-            Kind::Unsupported => "UnsupportedOperationError",
-            Kind::Tokenization => "TokenizationError",
-            Kind::Counter => "CounterError",
-            Kind::FileNotFound => "CtxfastFileNotFoundError",
-            Kind::Unfittable => "Unfittable",
-            Kind::UnknownKey => "UnknownKeyError",
-            Kind::UntaggedRewrite => "UntaggedRewriteError",
-            Kind::LedgerInconsistency => "BudgetLedgerInconsistency",
+/// The core's errors, mapped here and nowhere else.
+impl From<CtxError> for PyErr {
+    #[cold]
+    fn from(err: CtxError) -> PyErr {
+        match err {
+            CtxError::InvalidArgument(m) | CtxError::State(m) => InvalidArgumentError::new_err(m),
+            CtxError::TokenizerLoad(m) => TokenizerLoadError::new_err(m),
+            CtxError::Unsupported(m) => UnsupportedOperationError::new_err(m),
+            CtxError::Encoding(m) => TokenizationError::new_err(m),
+            CtxError::Counter(m) => CounterError::new_err(m),
+            CtxError::UnknownKey(m) => UnknownKeyError::new_err(m),
+            CtxError::UntaggedRewrite(m) => UntaggedRewriteError::new_err(m),
+            CtxError::LedgerInconsistency(m) => BudgetLedgerInconsistency::new_err(m),
+            CtxError::Unfittable(u) => unfittable(&u),
         }
     }
 }
 
-/// Builds the exception `kind(message)`; extra attributes (`argument`, `value`, ...) go in `attrs`.
+/// `Unfittable(message, components, floor_tokens, total, ceiling, shortfall)`: the attributes
+/// travel as constructor arguments, so the error stays lazy.
 #[cold]
-#[inline(never)]
-pub fn error(py: Python<'_>, kind: Kind, message: impl Into<String>) -> PyErr {
-    error_with(py, kind, message.into(), None)
+fn unfittable(u: &crate::error::Unfittable) -> PyErr {
+    Unfittable::new_err((u.message(), u.components.clone(), u.floor_tokens, u.total, u.ceiling, u.shortfall))
 }
 
-#[cold]
-#[inline(never)]
-pub fn error_with(
-    py: Python<'_>,
-    kind: Kind,
-    message: String,
-    attrs: Option<&Bound<'_, PyDict>>,
-) -> PyErr {
-    let made = (|| -> PyResult<PyErr> {
-        let class = py.import("ctxfast._errors")?.getattr(kind.class_name())?;
-        let exc = class.call1((message.clone(),))?;
-        if let Some(attrs) = attrs {
-            for (k, v) in attrs.iter() {
-                exc.setattr(k.cast_into::<pyo3::types::PyString>()?, v)?;
-            }
-        }
-        Ok(PyErr::from_value(exc))
-    })();
-    // If the Python side is missing (a broken install), still raise something readable.
-    made.unwrap_or_else(|_| PyRuntimeError::new_err(message))
+/// Which class a file that cannot be read raises: one for a missing file, one otherwise.
+pub enum FileKind {
+    Tokenizer,
+    Policy,
 }
 
 /// A file that could not be read: `.filename` and `.errno` set as on an `OSError`.
 #[cold]
-#[inline(never)]
-pub fn file_error(py: Python<'_>, path: &str, err: &std::io::Error, what: &str, missing: Kind, other: Kind) -> PyErr {
-    let kind = if err.kind() == std::io::ErrorKind::NotFound { missing } else { other };
-    let attrs = PyDict::new(py);
-    let _ = attrs.set_item("filename", path);
-    let _ = attrs.set_item("errno", err.raw_os_error());
-    error_with(py, kind, format!("cannot read {what} file {path:?}: {err}"), Some(&attrs))
-}
-
-/// The core's errors, mapped here and nowhere else.
-#[cold]
-#[inline(never)]
-pub fn from_core(py: Python<'_>, err: CtxError) -> PyErr {
-    let kind = match &err {
-        CtxError::InvalidArgument(_) => Kind::InvalidArgument,
-        CtxError::TokenizerLoad(_) => Kind::TokenizerLoad,
-        CtxError::Unsupported(_) => Kind::Unsupported,
-        CtxError::Encoding(_) => Kind::Tokenization,
-        CtxError::UnknownKey(_) => Kind::UnknownKey,
-        CtxError::UntaggedRewrite(_) => Kind::UntaggedRewrite,
-        CtxError::LedgerInconsistency(_) => Kind::LedgerInconsistency,
-        CtxError::State(_) => Kind::InvalidArgument,
+pub fn file_error(path: &str, err: &std::io::Error, kind: FileKind) -> PyErr {
+    let (what, missing) = match kind {
+        FileKind::Tokenizer => ("tokenizer", err.kind() == std::io::ErrorKind::NotFound),
+        FileKind::Policy => ("policy", err.kind() == std::io::ErrorKind::NotFound),
     };
-    error(py, kind, err.to_string())
-}
-
-/// `result.map_err(...)` for core results.
-pub trait CoreResultExt<T> {
-    fn py(self, py: Python<'_>) -> PyResult<T>;
-}
-
-impl<T> CoreResultExt<T> for Result<T, CtxError> {
-    fn py(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| from_core(py, e))
+    let message = format!("cannot read {what} file {path:?}: {err}");
+    let args = (message, path.to_string(), err.raw_os_error());
+    match (kind, missing) {
+        (FileKind::Tokenizer, true) => TokenizerFileNotFoundError::new_err(args),
+        (FileKind::Tokenizer, false) => TokenizerLoadError::new_err(args.0),
+        (FileKind::Policy, true) => CtxfastFileNotFoundError::new_err(args),
+        (FileKind::Policy, false) => InvalidArgumentError::new_err(args.0),
     }
 }

@@ -1,11 +1,23 @@
 //! The Python glue: the only module that uses pyo3. Each binding converts its arguments once,
-//! hands the whole batch to the core (releasing the GIL for real work) and maps errors in
-//! `errors`.
+//! hands the whole batch to the core (releasing the GIL for real work, by the rule in `gil`) and
+//! lets `errors` map failures.
+//!
+//! Modules, in dependency order (each uses only those above it): `errors`, `args`, `gil`,
+//! `callable` (a user's counter), `tokenizer`, `counting` (which tokenizer, and the dispatch that
+//! runs core work with it), `layer`, `segment`, `budget`, `policy`, `outcome` (the `Fit` objects),
+//! then the entry points `fit`, `rank` and `window`.
 
 mod args;
+mod budget;
+mod callable;
+mod counting;
 mod errors;
 mod fit;
+mod gil;
+mod layer;
+mod outcome;
 mod policy;
+mod rank;
 mod segment;
 mod tokenizer;
 mod window;
@@ -17,11 +29,21 @@ mod _core {
     #[pymodule_export]
     use super::tokenizer::{approximate_tokens, CacheInfo, Tokenizer};
     #[pymodule_export]
-    use super::segment::{Budget, PromptLayer, Segment};
+    use super::layer::PromptLayer;
     #[pymodule_export]
-    use super::policy::Policy;
+    use super::segment::Segment;
     #[pymodule_export]
-    use super::fit::{evict_indices, fit, Eviction, Fit, FitLedger, Trace, Truncation};
+    use super::budget::Budget;
+    #[pymodule_export]
+    use super::policy::{Policy, _resolve_policy};
+    #[pymodule_export]
+    use super::counting::_resolve_tokenizer;
+    #[pymodule_export]
+    use super::outcome::{Eviction, Fit, FitLedger, Trace, Truncation};
+    #[pymodule_export]
+    use super::fit::fit;
+    #[pymodule_export]
+    use super::rank::evict_indices;
     #[pymodule_export]
     use super::window::{ContextWindow, WindowLedger, Why};
 

@@ -5,9 +5,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString,
 use serde_json::{Map, Number, Value};
 
 use super::args;
-use super::errors::{error, file_error, CoreResultExt, Kind};
-use super::segment::PromptLayer;
-use crate::engine::{presets, spec, Policy as CorePolicy};
+use super::errors::{file_error, FileKind, InvalidArgumentError};
+use super::layer::PromptLayer;
+use crate::engine::{policy_format, presets, Policy as CorePolicy};
 
 #[pyclass(frozen, module = "ctxfast._core", name = "Policy")]
 pub struct Policy {
@@ -17,7 +17,6 @@ pub struct Policy {
 
 /// A dict / list / scalar tree from Python, as JSON-shaped data for the one policy parser.
 fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
-    let py = obj.py();
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -30,14 +29,14 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
     if obj.is_instance_of::<PyInt>() {
         return match obj.extract::<i64>() {
             Ok(v) => Ok(Value::Number(v.into())),
-            Err(_) => Err(error(py, Kind::InvalidArgument, format!("policy {path}: integer out of range"))),
+            Err(_) => Err(InvalidArgumentError::new_err(format!("policy {path}: integer out of range"))),
         };
     }
     if obj.is_instance_of::<PyFloat>() {
         let f: f64 = obj.extract()?;
         return Number::from_f64(f)
             .map(Value::Number)
-            .ok_or_else(|| error(py, Kind::InvalidArgument, format!("policy {path}: {f} is not a finite number")));
+            .ok_or_else(|| InvalidArgumentError::new_err(format!("policy {path}: {f} is not a finite number")));
     }
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Value::String(s.to_str()?.to_string()));
@@ -65,7 +64,7 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
 }
 
 fn from_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    let text = serde_json::to_string(v).map_err(|e| error(py, Kind::InvalidArgument, e.to_string()))?;
+    let text = serde_json::to_string(v).map_err(|e| InvalidArgumentError::new_err(e.to_string()))?;
     py.import("json")?.call_method1("loads", (text,))
 }
 
@@ -74,20 +73,34 @@ impl Policy {
         Self { name: Some(name.to_string()), inner }
     }
 
-    pub fn by_name(py: Python<'_>, name: &str) -> PyResult<Self> {
-        match name {
-            "context_window" | "default" => Ok(Self::named("context_window", presets::context_window())),
-            "troubleshooting" => Ok(Self::named("troubleshooting", presets::troubleshooting())),
-            "seven_tier" => Ok(Self::named("seven_tier", presets::seven_tier(3))),
-            "ranked" => Ok(Self::named("ranked", presets::ranked(2))),
-            "agent" => Ok(Self::named("agent", presets::agent(2))),
-            other => Err(error(
-                py,
-                Kind::InvalidArgument,
-                format!("unknown policy preset {other:?}; presets: {}", presets::PRESET_NAMES.join(", ")),
-            )),
-        }
+    pub fn by_name(name: &str) -> PyResult<Self> {
+        presets::by_name(name).map(|(n, p)| Self::named(n, p)).ok_or_else(|| {
+            InvalidArgumentError::new_err(format!("unknown policy preset {name:?}; presets: {}", presets::PRESET_NAMES.join(", ")))
+        })
     }
+}
+
+/// The policy argument: a Policy, a preset name, or None for the preset `default`.
+pub fn policy_arg<'py>(py: Python<'py>, policy: Option<&Bound<'py, PyAny>>, default: &str) -> PyResult<Bound<'py, Policy>> {
+    match policy {
+        Some(p) if !p.is_none() => {
+            if let Ok(pol) = p.cast::<Policy>() {
+                return Ok(pol.clone());
+            }
+            if p.is_instance_of::<PyString>() {
+                return Bound::new(py, Policy::by_name(args::text(p, "policy")?)?);
+            }
+            Err(args::wrong_type(p, "policy", "a ctxfast.Policy or a preset name"))
+        }
+        _ => Bound::new(py, Policy::by_name(default)?),
+    }
+}
+
+/// The same resolution for the Python adapters (whose default is `agent`).
+#[pyfunction]
+#[pyo3(signature = (policy=None, default="context_window"))]
+pub fn _resolve_policy<'py>(py: Python<'py>, policy: Option<&Bound<'py, PyAny>>, default: &str) -> PyResult<Bound<'py, Policy>> {
+    policy_arg(py, policy, default)
 }
 
 #[pymethods]
@@ -110,7 +123,7 @@ impl Policy {
     #[staticmethod]
     #[pyo3(signature = (top_k=None))]
     fn seven_tier(top_k: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let k = top_k.map(|k| args::count_arg(k, "top_k")).transpose()?.unwrap_or(3);
+        let k = top_k.map(|k| args::count_arg(k, "top_k")).transpose()?.unwrap_or(presets::DEFAULT_TOP_K);
         Ok(Self::named("seven_tier", presets::seven_tier(k)))
     }
 
@@ -118,7 +131,7 @@ impl Policy {
     #[staticmethod]
     #[pyo3(signature = (keep_last=None))]
     fn ranked(keep_last: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let k = keep_last.map(|k| args::count_arg(k, "keep_last")).transpose()?.unwrap_or(2);
+        let k = keep_last.map(|k| args::count_arg(k, "keep_last")).transpose()?.unwrap_or(presets::DEFAULT_KEEP_LAST);
         Ok(Self::named("ranked", presets::ranked(k)))
     }
 
@@ -127,53 +140,49 @@ impl Policy {
     #[staticmethod]
     #[pyo3(signature = (keep_last=None))]
     fn agent(keep_last: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let k = keep_last.map(|k| args::count_arg(k, "keep_last")).transpose()?.unwrap_or(2);
+        let k = keep_last.map(|k| args::count_arg(k, "keep_last")).transpose()?.unwrap_or(presets::DEFAULT_KEEP_LAST);
         Ok(Self::named("agent", presets::agent(k)))
     }
 
     /// A preset by name: "context_window", "troubleshooting", "seven_tier", "ranked", "agent".
     #[staticmethod]
     fn preset(name: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Self::by_name(name.py(), args::text(name, "name")?)
+        Self::by_name(args::text(name, "name")?)
     }
 
     #[staticmethod]
     fn from_dict(d: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let py = d.py();
         if !d.is_instance_of::<PyDict>() {
             return Err(args::wrong_type(d, "d", "dict"));
         }
         let v = to_value(d, "")?;
-        let (name, inner) = spec::from_value(&v).py(py)?;
+        let (name, inner) = policy_format::from_value(&v)?;
         Ok(Self { name, inner })
     }
 
     /// A policy file in TOML (the same fields as `from_dict`).
     #[staticmethod]
     fn from_toml(path: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let py = path.py();
         let p = args::path(path, "path")?;
-        let text = std::fs::read_to_string(&p)
-            .map_err(|e| file_error(py, &p, &e, "policy", Kind::FileNotFound, Kind::InvalidArgument))?;
-        let (name, inner) = spec::from_toml(&text).map_err(|e| error(py, Kind::InvalidArgument, format!("{p}: {e}")))?;
+        let text = std::fs::read_to_string(&p).map_err(|e| file_error(&p, &e, FileKind::Policy))?;
+        let (name, inner) = policy_format::from_toml(&text).map_err(|e| InvalidArgumentError::new_err(format!("{p}: {e}")))?;
         Ok(Self { name, inner })
     }
 
     /// TOML text rather than a file.
     #[staticmethod]
     fn from_toml_str(text: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let py = text.py();
-        let (name, inner) = spec::from_toml(args::text(text, "text")?).py(py)?;
+        let (name, inner) = policy_format::from_toml(args::text(text, "text")?)?;
         Ok(Self { name, inner })
     }
 
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        from_value(py, &spec::to_value(self.name.as_deref(), &self.inner))
+        from_value(py, &policy_format::to_value(self.name.as_deref(), &self.inner))
     }
 
     /// The documented order, first to go … never, as a table.
     fn describe(&self) -> String {
-        spec::describe(self.name.as_deref(), &self.inner)
+        policy_format::describe(self.name.as_deref(), &self.inner)
     }
 
     #[getter]

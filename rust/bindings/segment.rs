@@ -1,4 +1,5 @@
-//! `PromptLayer`, `Segment` and `Budget`: immutable, validated once at construction.
+//! `Segment`: one piece of a request, immutable, validated once at construction; it remembers its
+//! count for the last tokenizer that counted it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -7,90 +8,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple};
 
 use super::args;
-use super::errors::{error, CoreResultExt, Kind};
-use crate::engine::{Budget as CoreBudget, Layer, SegmentData, ToolCall};
-
-#[pyclass(frozen, eq, eq_int, hash, module = "ctxfast._core", name = "PromptLayer")]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
-pub enum PromptLayer {
-    SYSTEM,
-    TOOLS,
-    PINNED,
-    CURRENT_TURN,
-    CONVERSATION,
-    TOOL_RESULT,
-    RETRIEVED,
-    SUMMARY,
-}
-
-impl From<PromptLayer> for Layer {
-    fn from(l: PromptLayer) -> Layer {
-        match l {
-            PromptLayer::SYSTEM => Layer::System,
-            PromptLayer::TOOLS => Layer::Tools,
-            PromptLayer::PINNED => Layer::Pinned,
-            PromptLayer::CURRENT_TURN => Layer::CurrentTurn,
-            PromptLayer::CONVERSATION => Layer::Conversation,
-            PromptLayer::TOOL_RESULT => Layer::ToolResult,
-            PromptLayer::RETRIEVED => Layer::Retrieved,
-            PromptLayer::SUMMARY => Layer::Summary,
-        }
-    }
-}
-
-impl From<Layer> for PromptLayer {
-    fn from(l: Layer) -> PromptLayer {
-        match l {
-            Layer::System => PromptLayer::SYSTEM,
-            Layer::Tools => PromptLayer::TOOLS,
-            Layer::Pinned => PromptLayer::PINNED,
-            Layer::CurrentTurn => PromptLayer::CURRENT_TURN,
-            Layer::Conversation => PromptLayer::CONVERSATION,
-            Layer::ToolResult => PromptLayer::TOOL_RESULT,
-            Layer::Retrieved => PromptLayer::RETRIEVED,
-            Layer::Summary => PromptLayer::SUMMARY,
-        }
-    }
-}
-
-#[pymethods]
-impl PromptLayer {
-    /// A layer from its name, case-insensitive ("retrieved", "RETRIEVED").
-    #[staticmethod]
-    fn from_name(name: &Bound<'_, PyAny>) -> PyResult<Self> {
-        layer_arg(name, "name").map(Into::into)
-    }
-
-    /// The lowercase name used in policies and traces.
-    #[getter]
-    pub fn label(&self) -> &'static str {
-        Layer::from(*self).name()
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (&'static str,))> {
-        Ok((slf.as_any().get_type().getattr("from_name")?, (slf.get().label(),)))
-    }
-
-    /// Whether no built-in rung ever touches this layer.
-    #[getter]
-    fn protected(&self) -> bool {
-        Layer::PROTECTED.contains((*self).into())
-    }
-}
-
-/// A PromptLayer or its name.
-pub fn layer_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Layer> {
-    if let Ok(l) = obj.cast::<PromptLayer>() {
-        return Ok((*l.get()).into());
-    }
-    if let Ok(s) = obj.cast::<PyString>() {
-        let name = s.to_str()?;
-        return Layer::from_name(name)
-            .map_err(|e| error(obj.py(), Kind::InvalidArgument, format!("argument '{arg}': {e}")));
-    }
-    Err(args::wrong_type(obj, arg, "a PromptLayer or a layer name"))
-}
+use super::counting::resolve_tokenizer;
+use super::errors::{ArgumentTypeError, InvalidArgumentError};
+use super::layer::{layer_arg, PromptLayer};
+use super::tokenizer::Tokenizer;
+use crate::engine::{Layer, SegmentData, ToolCall};
 
 /// Keys and groups: str, or int (kept as its decimal text).
 fn ident_arg(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<String>> {
@@ -110,11 +32,7 @@ fn score_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
     }
     let v: f64 = o.extract()?;
     if !(0.0..=1.0).contains(&v) {
-        return Err(error(
-            o.py(),
-            Kind::InvalidArgument,
-            format!("argument 'score' must be a relevance in [0, 1], got {v}"),
-        ));
+        return Err(InvalidArgumentError::new_err(format!("argument 'score' must be a relevance in [0, 1], got {v}")));
     }
     Ok(v)
 }
@@ -320,7 +238,7 @@ impl Segment {
     /// This segment's token count under `tokenizer` (default: the embedded one), computed once.
     #[pyo3(signature = (tokenizer=None))]
     fn count(&self, py: Python<'_>, tokenizer: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
-        let tok = super::fit::resolve_tokenizer(py, tokenizer)?;
+        let tok = resolve_tokenizer(py, tokenizer)?;
         let tok = tok.get();
         if let Some(n) = self.known_count(tok.counter_id()) {
             return Ok(n);
@@ -356,7 +274,7 @@ impl Segment {
                 } else if kw.contains(&name)? {
                     kw.set_item(name, v)?;
                 } else {
-                    return Err(error(py, Kind::ArgumentType, format!("Segment has no field {name:?}")));
+                    return Err(ArgumentTypeError::new_err(format!("Segment has no field {name:?}")));
                 }
             }
         }
@@ -436,94 +354,37 @@ impl Segment {
     }
 }
 
-/// A token budget: whole window, what is reserved for the answer, optional per-layer caps.
-#[pyclass(frozen, module = "ctxfast._core", name = "Budget")]
-pub struct Budget {
-    pub inner: CoreBudget,
+
+/// Counts every segment not yet counted by this tokenizer, in one batch, and remembers each count
+/// on its segment.
+pub fn settle_counts(py: Python<'_>, tok: &Tokenizer, segs: &[Bound<'_, Segment>]) -> PyResult<Vec<usize>> {
+    let id = tok.counter_id();
+    let mut counts: Vec<usize> = vec![0; segs.len()];
+    let mut missing: Vec<usize> = Vec::new();
+    for (i, s) in segs.iter().enumerate() {
+        match s.get().known_count(id) {
+            Some(n) => counts[i] = n,
+            None => missing.push(i),
+        }
+    }
+    if !missing.is_empty() {
+        let texts: Vec<&str> = missing.iter().map(|&i| segs[i].get().data.text.as_str()).collect();
+        let got = tok.count_strs(py, &texts, true)?;
+        for (&i, n) in missing.iter().zip(got) {
+            counts[i] = n;
+            segs[i].get().remember(id, n);
+        }
+    }
+    Ok(counts)
 }
 
-fn budget_count(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
-    if let Ok(f) = obj.extract::<f64>() {
-        if obj.is_instance_of::<PyFloat>() {
-            return Err(error(
-                obj.py(),
-                Kind::InvalidArgument,
-                format!("argument '{arg}' must be a whole number of tokens, got {f}"),
-            ));
-        }
+/// A sequence of Segment objects, each checked, errors naming `arg[i]`.
+pub fn segments_arg<'py>(segments: &Bound<'py, PyAny>, arg: &str) -> PyResult<Vec<Bound<'py, Segment>>> {
+    let iter = segments.try_iter().map_err(|_| args::wrong_type(segments, arg, "a sequence of Segment"))?;
+    let mut out = Vec::new();
+    for (i, item) in iter.enumerate() {
+        let seg = item?.cast_into::<Segment>().map_err(|e| args::wrong_type(&e.into_inner(), &format!("{arg}[{i}]"), "Segment"))?;
+        out.push(seg);
     }
-    args::count_arg(obj, arg)
-}
-
-#[pymethods]
-impl Budget {
-    #[new]
-    #[pyo3(signature = (window, reserve=None, caps=None))]
-    fn new(
-        window: &Bound<'_, PyAny>,
-        reserve: Option<&Bound<'_, PyAny>>,
-        caps: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let py = window.py();
-        let w = budget_count(window, "window")?;
-        let r = match reserve {
-            Some(r) if !r.is_none() => budget_count(r, "reserve")?,
-            _ => 0,
-        };
-        let mut cap_arr = [None; 8];
-        if let Some(c) = caps.filter(|c| !c.is_none()) {
-            let map = c.cast::<PyMapping>().map_err(|_| args::wrong_type(c, "caps", "a mapping of PromptLayer to int"))?;
-            for item in map.items()?.iter() {
-                let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
-                let layer = layer_arg(&k, "caps key")?;
-                cap_arr[layer.index()] = Some(budget_count(&v, &format!("caps[{}]", layer.name()))?);
-            }
-        }
-        let inner = CoreBudget::new(w, r, cap_arr).py(py)?;
-        Ok(Self { inner })
-    }
-
-    #[getter]
-    fn window(&self) -> usize {
-        self.inner.window
-    }
-    #[getter]
-    fn reserve(&self) -> usize {
-        self.inner.reserve
-    }
-    /// window - reserve: the most input tokens a request may carry.
-    #[getter]
-    fn ceiling(&self) -> usize {
-        self.inner.ceiling()
-    }
-    #[getter]
-    fn caps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for l in Layer::ALL {
-            if let Some(c) = self.inner.caps[l.index()] {
-                d.set_item(PromptLayer::from(l), c)?;
-            }
-        }
-        Ok(d)
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<Budget>().is_ok_and(|o| o.get().inner == self.inner)
-    }
-
-    fn __repr__(&self) -> String {
-        let caps: Vec<String> = Layer::ALL
-            .iter()
-            .filter_map(|l| self.inner.caps[l.index()].map(|c| format!("PromptLayer.{:?}: {c}", PromptLayer::from(*l))))
-            .collect();
-        let caps = if caps.is_empty() { String::new() } else { format!(", caps={{{}}}", caps.join(", ")) };
-        format!("Budget(window={}, reserve={}{caps})", self.inner.window, self.inner.reserve)
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
-        let py = slf.py();
-        let me = slf.get();
-        let state = (me.inner.window, me.inner.reserve, me.caps(py)?).into_pyobject(py)?;
-        Ok((slf.get_type().into_any(), state))
-    }
+    Ok(out)
 }

@@ -4,19 +4,17 @@ use std::sync::Arc;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyString, PyTuple};
+use pyo3::types::{PyString, PyTuple};
 
 use super::args;
-use super::errors::{error, file_error, CoreResultExt, Kind};
+use super::callable::{call_counter, truncate_by_calls};
+use super::errors::{file_error, FileKind, InvalidArgumentError, TokenizerLoadError, UnsupportedOperationError};
+use super::gil::{self, Work};
 use crate::cache::{CacheInfo as CoreCacheInfo, CountCache, DEFAULT_CAPACITY};
 use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
 
-/// Texts shorter than this are counted without releasing the GIL: the hand-off (~1 µs) is a
-/// large share of a short count (1.2 µs for a sentence), while a 4 KB count (~83 µs cold,
-/// benches/report.py) is worth letting other threads run during.
-const DETACH_MIN_BYTES: usize = 4096;
-
-enum Counter {
+/// What counts: a native engine (with its cache), or the user's callable (with one of its own).
+enum Backend {
     Native(Arc<TokenCounter>),
     /// A user's `str -> int` callable, trusted as exact; it runs under the GIL.
     Callable { func: Py<PyAny>, cache: CountCache, id: u32 },
@@ -24,7 +22,7 @@ enum Counter {
 
 #[pyclass(frozen, module = "ctxfast._core", name = "Tokenizer")]
 pub struct Tokenizer {
-    counter: Counter,
+    backend: Backend,
 }
 
 #[pyclass(frozen, module = "ctxfast._core", name = "CacheInfo", get_all, eq)]
@@ -54,43 +52,50 @@ impl From<CoreCacheInfo> for CacheInfo {
 
 impl Tokenizer {
     pub fn from_counter(counter: Arc<TokenCounter>) -> Self {
-        Self { counter: Counter::Native(counter) }
+        Self { backend: Backend::Native(counter) }
     }
 
     fn native(counter: TokenCounter) -> Self {
-        Self { counter: Counter::Native(Arc::new(counter)) }
+        Self { backend: Backend::Native(Arc::new(counter)) }
     }
 
     /// The engine, for other binding modules (fit, windows) that count natively.
     pub fn native_counter(&self) -> Option<&Arc<TokenCounter>> {
-        match &self.counter {
-            Counter::Native(c) => Some(c),
-            Counter::Callable { .. } => None,
+        match &self.backend {
+            Backend::Native(c) => Some(c),
+            Backend::Callable { .. } => None,
         }
     }
 
     /// Identifies the counter a segment's remembered count came from.
     pub fn counter_id(&self) -> u32 {
-        match &self.counter {
-            Counter::Native(c) => c.id(),
-            Counter::Callable { id, .. } => *id,
+        match &self.backend {
+            Backend::Native(c) => c.id(),
+            Backend::Callable { id, .. } => *id,
         }
     }
 
     /// The user's callable and its cache, for the ladder's Python-side counter.
     pub fn callable(&self) -> Option<(&Py<PyAny>, &CountCache)> {
-        match &self.counter {
-            Counter::Callable { func, cache, .. } => Some((func, cache)),
-            Counter::Native(_) => None,
+        match &self.backend {
+            Backend::Callable { func, cache, .. } => Some((func, cache)),
+            Backend::Native(_) => None,
         }
     }
 
-    fn unsupported(&self, py: Python<'_>, what: &str) -> PyErr {
-        error(
-            py,
-            Kind::Unsupported,
-            format!("{what} needs a vocabulary; a Tokenizer.from_callable counter only counts"),
-        )
+    fn unsupported(what: &str) -> PyErr {
+        UnsupportedOperationError::new_err(format!("{what} needs a vocabulary; a Tokenizer.from_callable counter only counts"))
+    }
+
+    /// How another process rebuilds this tokenizer without being handed it: an embedded encoding
+    /// by name, or the estimate by its ratio. None for tokenizer.json files and callables.
+    pub fn portable_recipe(&self) -> Option<(&'static str, serde_json::Value)> {
+        let Backend::Native(c) = &self.backend else { return None };
+        match c.engine() {
+            Engine::Tiktoken(e) => Some(("encoding", serde_json::Value::from(e.name()))),
+            Engine::Approximate { chars_per_token } => Some(("approximate", serde_json::Value::from(*chars_per_token))),
+            Engine::HuggingFace(_) => None,
+        }
     }
 
     /// Count through the user's callable, through the cache.
@@ -99,15 +104,9 @@ impl Tokenizer {
     }
 
     pub fn count_str(&self, py: Python<'_>, text: &str, use_cache: bool) -> PyResult<usize> {
-        match &self.counter {
-            Counter::Native(c) => {
-                if text.len() >= DETACH_MIN_BYTES {
-                    py.detach(|| c.count_with(text, use_cache)).py(py)
-                } else {
-                    c.count_with(text, use_cache).py(py)
-                }
-            }
-            Counter::Callable { func, cache, .. } => {
+        match &self.backend {
+            Backend::Native(c) => Ok(gil::run(py, Work::Bytes(text.len()), || c.count_with(text, use_cache))?),
+            Backend::Callable { func, cache, .. } => {
                 if use_cache {
                     Self::call_count(py, func, cache, text)
                 } else {
@@ -118,34 +117,13 @@ impl Tokenizer {
     }
 
     pub fn count_strs(&self, py: Python<'_>, texts: &[&str], use_cache: bool) -> PyResult<Vec<usize>> {
-        match &self.counter {
-            Counter::Native(c) => py.detach(|| c.count_many(texts, use_cache)).py(py),
-            Counter::Callable { .. } => texts.iter().map(|t| self.count_str(py, t, use_cache)).collect(),
+        match &self.backend {
+            Backend::Native(c) => {
+                let bytes = texts.iter().map(|t| t.len()).sum();
+                Ok(gil::run(py, Work::Bytes(bytes), || c.count_many(texts, use_cache))?)
+            }
+            Backend::Callable { .. } => texts.iter().map(|t| self.count_str(py, t, use_cache)).collect(),
         }
-    }
-}
-
-pub fn call_counter(py: Python<'_>, func: &Py<PyAny>, text: &str) -> PyResult<usize> {
-    let out = func.call1(py, (text,)).map_err(|e| {
-        // Ctrl-C and SystemExit are not the counter's failure: let them through untouched.
-        if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
-            return e;
-        }
-        let err = error(py, Kind::Counter, format!("the counting callable raised {}", e.get_type(py).name().map(|n| n.to_string()).unwrap_or_default()));
-        err.set_cause(py, Some(e));
-        err
-    })?;
-    let out = out.bind(py);
-    if out.is_instance_of::<PyBool>() || !out.is_instance_of::<PyInt>() {
-        return Err(error(
-            py,
-            Kind::Counter,
-            format!("the counting callable must return an int >= 0, it returned {}", out.repr().map(|r| r.to_string()).unwrap_or_default()),
-        ));
-    }
-    match out.extract::<i64>() {
-        Ok(n) if n >= 0 => Ok(n as usize),
-        _ => Err(error(py, Kind::Counter, format!("the counting callable must return an int >= 0, it returned {out}"))),
     }
 }
 
@@ -158,10 +136,10 @@ impl Tokenizer {
     /// The embedded o200k_base encoding; no network, no files.
     #[staticmethod]
     #[pyo3(signature = (*, cache_capacity=None))]
-    fn default(py: Python<'_>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn default(cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let cap = args::opt_count(cache_capacity, "cache_capacity")?;
-        let c = TokenCounter::from_encoding_name("o200k_base", cap).py(py)?;
-        Ok(Self { counter: Counter::Native(c) })
+        let c = TokenCounter::from_encoding_name("o200k_base", cap)?;
+        Ok(Self { backend: Backend::Native(c) })
     }
 
     #[staticmethod]
@@ -170,11 +148,10 @@ impl Tokenizer {
         name: &Bound<'_, PyAny>,
         cache_capacity: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let py = name.py();
         let name = args::text(name, "name")?;
         let cap = args::opt_count(cache_capacity, "cache_capacity")?;
-        let c = TokenCounter::from_encoding_name(name, cap).py(py)?;
-        Ok(Self { counter: Counter::Native(c) })
+        let c = TokenCounter::from_encoding_name(name, cap)?;
+        Ok(Self { backend: Backend::Native(c) })
     }
 
     #[staticmethod]
@@ -183,11 +160,9 @@ impl Tokenizer {
         let py = path.py();
         let p = args::path(path, "path")?;
         let cap = capacity_or_default(cache_capacity)?;
-        let json = std::fs::read_to_string(&p)
-            .map_err(|e| file_error(py, &p, &e, "tokenizer", Kind::TokenizerFileNotFound, Kind::TokenizerLoad))?;
-        let c = py
-            .detach(|| TokenCounter::from_hf_json(&json, cap))
-            .map_err(|e| error(py, Kind::TokenizerLoad, format!("{p:?}: {e}")))?;
+        let json = std::fs::read_to_string(&p).map_err(|e| file_error(&p, &e, FileKind::Tokenizer))?;
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json(&json, cap))
+            .map_err(|e| TokenizerLoadError::new_err(format!("{p:?}: {e}")))?;
         Ok(Self::native(c))
     }
 
@@ -197,7 +172,7 @@ impl Tokenizer {
         let py = text.py();
         let json = args::text(text, "text")?;
         let cap = capacity_or_default(cache_capacity)?;
-        let c = py.detach(|| TokenCounter::from_hf_json(json, cap)).py(py)?;
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json(json, cap))?;
         Ok(Self::native(c))
     }
 
@@ -216,7 +191,6 @@ impl Tokenizer {
     #[staticmethod]
     #[pyo3(signature = (chars_per_token=None, *, cache_capacity=None))]
     fn approximate(
-        py: Python<'_>,
         chars_per_token: Option<&Bound<'_, PyAny>>,
         cache_capacity: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -225,7 +199,7 @@ impl Tokenizer {
             None => DEFAULT_CHARS_PER_TOKEN,
         };
         let cap = args::opt_count(cache_capacity, "cache_capacity")?.unwrap_or(0);
-        Ok(Self::native(TokenCounter::approximate(cpt, cap).py(py)?))
+        Ok(Self::native(TokenCounter::approximate(cpt, cap)?))
     }
 
     /// Any `str -> int` the caller trusts, e.g. a serving stack's own counter.
@@ -236,7 +210,7 @@ impl Tokenizer {
             return Err(args::wrong_type(func, "func", "a callable str -> int"));
         }
         let cap = capacity_or_default(cache_capacity)?;
-        Ok(Self { counter: Counter::Callable { func: func.clone().unbind(), cache: CountCache::new(cap), id: tokenize::next_counter_id() } })
+        Ok(Self { backend: Backend::Callable { func: func.clone().unbind(), cache: CountCache::new(cap), id: tokenize::next_counter_id() } })
     }
 
     #[pyo3(signature = (text, /, *, cache=None))]
@@ -252,10 +226,7 @@ impl Tokenizer {
         let py = texts.py();
         let cache = args::flag(cache, "cache", true)?;
         let items = args::texts(texts, "texts")?;
-        let mut strs = Vec::with_capacity(items.len());
-        for (i, s) in items.iter().enumerate() {
-            strs.push(args::text(s.as_any(), &format!("texts[{i}]"))?);
-        }
+        let strs = items.iter().enumerate().map(|(i, s)| args::text_item(s.as_any(), "texts", i)).collect::<PyResult<Vec<_>>>()?;
         let counts = self.count_strs(py, &strs, cache)?;
         Ok(PyArray1::from_vec(py, counts.into_iter().map(|n| n as i64).collect()))
     }
@@ -263,24 +234,17 @@ impl Tokenizer {
     fn encode(&self, text: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         let py = text.py();
         let t = args::text(text, "text")?;
-        match &self.counter {
-            Counter::Native(c) => {
-                if t.len() >= DETACH_MIN_BYTES {
-                    py.detach(|| c.encode(t)).py(py)
-                } else {
-                    c.encode(t).py(py)
-                }
-            }
-            Counter::Callable { .. } => Err(self.unsupported(py, "encode")),
+        match &self.backend {
+            Backend::Native(c) => Ok(gil::run(py, Work::Bytes(t.len()), || c.encode(t))?),
+            Backend::Callable { .. } => Err(Self::unsupported("encode")),
         }
     }
 
     fn decode(&self, ids: &Bound<'_, PyAny>) -> PyResult<String> {
-        let py = ids.py();
         let ids = args::ids(ids, "ids")?;
-        match &self.counter {
-            Counter::Native(c) => c.decode(&ids).py(py),
-            Counter::Callable { .. } => Err(self.unsupported(py, "decode")),
+        match &self.backend {
+            Backend::Native(c) => Ok(c.decode(&ids)?),
+            Backend::Callable { .. } => Err(Self::unsupported("decode")),
         }
     }
 
@@ -291,9 +255,9 @@ impl Tokenizer {
         let py = text.py();
         let t = args::text(text, "text")?;
         let max = args::limit_arg(max_tokens, "max_tokens")?;
-        let cut = match &self.counter {
-            Counter::Native(c) => py.detach(|| c.truncate(t, max)).py(py)?,
-            Counter::Callable { func, .. } => truncate_by_calls(py, func, t, max)?,
+        let cut = match &self.backend {
+            Backend::Native(c) => gil::run(py, Work::Bytes(t.len()), || c.truncate(t, max))?,
+            Backend::Callable { func, .. } => truncate_by_calls(py, func, t, max)?,
         };
         if cut.len() == t.len() {
             // Untouched: hand back the same object, no copy.
@@ -303,25 +267,25 @@ impl Tokenizer {
     }
 
     fn cache_info(&self) -> CacheInfo {
-        match &self.counter {
-            Counter::Native(c) => c.cache_info().into(),
-            Counter::Callable { cache, .. } => cache.info().into(),
+        match &self.backend {
+            Backend::Native(c) => c.cache_info().into(),
+            Backend::Callable { cache, .. } => cache.info().into(),
         }
     }
 
     fn clear_cache(&self) {
-        match &self.counter {
-            Counter::Native(c) => c.clear_cache(),
-            Counter::Callable { cache, .. } => cache.clear(),
+        match &self.backend {
+            Backend::Native(c) => c.clear_cache(),
+            Backend::Callable { cache, .. } => cache.clear(),
         }
     }
 
     /// "o200k_base", "cl100k_base", "huggingface:bpe", "approximate(4)" or "callable:<name>".
     #[getter]
     fn name(&self, py: Python<'_>) -> String {
-        match &self.counter {
-            Counter::Native(c) => c.name(),
-            Counter::Callable { func, .. } => {
+        match &self.backend {
+            Backend::Native(c) => c.name(),
+            Backend::Callable { func, .. } => {
                 let f = func.bind(py);
                 let n = f
                     .getattr("__qualname__")
@@ -336,14 +300,14 @@ impl Tokenizer {
     /// Whether counts are real tokens (False for the character estimate).
     #[getter]
     fn is_exact(&self) -> bool {
-        !matches!(&self.counter, Counter::Native(c) if matches!(c.engine(), Engine::Approximate { .. }))
+        !matches!(&self.backend, Backend::Native(c) if matches!(c.engine(), Engine::Approximate { .. }))
     }
 
     #[getter]
     fn vocab_size(&self) -> Option<usize> {
-        match &self.counter {
-            Counter::Native(c) => c.vocab_size(),
-            Counter::Callable { .. } => None,
+        match &self.backend {
+            Backend::Native(c) => c.vocab_size(),
+            Backend::Callable { .. } => None,
         }
     }
 
@@ -357,8 +321,8 @@ impl Tokenizer {
         let py = slf.py();
         let me = slf.get();
         let restore = slf.get_type().getattr("_from_state")?;
-        let state: Bound<'py, PyTuple> = match &me.counter {
-            Counter::Native(c) => {
+        let state: Bound<'py, PyTuple> = match &me.backend {
+            Backend::Native(c) => {
                 let cap = c.cache_info().capacity;
                 match c.engine() {
                     Engine::Tiktoken(e) => {
@@ -367,7 +331,7 @@ impl Tokenizer {
                         ("encoding", e.name(), cap).into_pyobject(py)?
                     }
                     Engine::HuggingFace(_) => {
-                        let json = c.hf_json().py(py)?.unwrap_or_default();
+                        let json = c.hf_json()?.unwrap_or_default();
                         ("huggingface", json, Some(cap)).into_pyobject(py)?
                     }
                     Engine::Approximate { chars_per_token } => {
@@ -375,7 +339,7 @@ impl Tokenizer {
                     }
                 }
             }
-            Counter::Callable { func, cache, .. } => {
+            Backend::Callable { func, cache, .. } => {
                 ("callable", func.clone_ref(py), Some(cache.info().capacity)).into_pyobject(py)?
             }
         };
@@ -384,7 +348,6 @@ impl Tokenizer {
 
     #[staticmethod]
     fn _from_state(state: &Bound<'_, PyTuple>) -> PyResult<Self> {
-        let py = state.py();
         let kind: String = state.get_item(0)?.extract()?;
         let payload = state.get_item(1)?;
         let cap = state.get_item(2)?;
@@ -392,31 +355,11 @@ impl Tokenizer {
         match kind.as_str() {
             "encoding" => Self::from_encoding(&payload, cap),
             "huggingface" => Self::from_json(&payload, cap),
-            "approximate" => Self::approximate(py, Some(&payload), cap),
+            "approximate" => Self::approximate(Some(&payload), cap),
             "callable" => Self::from_callable(&payload, cap),
-            other => Err(error(py, Kind::InvalidArgument, format!("unknown tokenizer state {other:?}"))),
+            other => Err(InvalidArgumentError::new_err(format!("unknown tokenizer state {other:?}"))),
         }
     }
-}
-
-/// Binary search over character prefixes with the user's counter (assumed monotone in length).
-pub fn truncate_by_calls<'a>(py: Python<'_>, func: &Py<PyAny>, text: &'a str, max: usize) -> PyResult<&'a str> {
-    if call_counter(py, func, text)? <= max {
-        return Ok(text);
-    }
-    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    let (mut lo, mut hi) = (0usize, bounds.len()); // prefix of `lo` chars fits, `hi` does not
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        let end = bounds.get(mid).copied().unwrap_or(text.len());
-        if call_counter(py, func, &text[..end])? <= max {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let end = bounds.get(lo).copied().unwrap_or(text.len());
-    Ok(&text[..end])
 }
 
 /// Four characters a token: the module-level estimate.

@@ -1,0 +1,90 @@
+//! `PromptLayer`: the Python face of the core's `Layer`, and the layer argument (a PromptLayer or
+//! its name).
+
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use super::args;
+use super::errors::InvalidArgumentError;
+use crate::engine::Layer;
+
+#[pyclass(frozen, eq, eq_int, hash, module = "ctxfast._core", name = "PromptLayer")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+pub enum PromptLayer {
+    SYSTEM,
+    TOOLS,
+    PINNED,
+    CURRENT_TURN,
+    CONVERSATION,
+    TOOL_RESULT,
+    RETRIEVED,
+    SUMMARY,
+}
+
+impl From<PromptLayer> for Layer {
+    fn from(l: PromptLayer) -> Layer {
+        match l {
+            PromptLayer::SYSTEM => Layer::System,
+            PromptLayer::TOOLS => Layer::Tools,
+            PromptLayer::PINNED => Layer::Pinned,
+            PromptLayer::CURRENT_TURN => Layer::CurrentTurn,
+            PromptLayer::CONVERSATION => Layer::Conversation,
+            PromptLayer::TOOL_RESULT => Layer::ToolResult,
+            PromptLayer::RETRIEVED => Layer::Retrieved,
+            PromptLayer::SUMMARY => Layer::Summary,
+        }
+    }
+}
+
+impl From<Layer> for PromptLayer {
+    fn from(l: Layer) -> PromptLayer {
+        match l {
+            Layer::System => PromptLayer::SYSTEM,
+            Layer::Tools => PromptLayer::TOOLS,
+            Layer::Pinned => PromptLayer::PINNED,
+            Layer::CurrentTurn => PromptLayer::CURRENT_TURN,
+            Layer::Conversation => PromptLayer::CONVERSATION,
+            Layer::ToolResult => PromptLayer::TOOL_RESULT,
+            Layer::Retrieved => PromptLayer::RETRIEVED,
+            Layer::Summary => PromptLayer::SUMMARY,
+        }
+    }
+}
+
+#[pymethods]
+impl PromptLayer {
+    /// A layer from its name, case-insensitive ("retrieved", "RETRIEVED").
+    #[staticmethod]
+    fn from_name(name: &Bound<'_, PyAny>) -> PyResult<Self> {
+        layer_arg(name, "name").map(Into::into)
+    }
+
+    /// The lowercase name used in policies and traces.
+    #[getter]
+    pub fn label(&self) -> &'static str {
+        Layer::from(*self).name()
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (&'static str,))> {
+        Ok((slf.as_any().get_type().getattr("from_name")?, (slf.get().label(),)))
+    }
+
+    /// Whether no built-in rung ever touches this layer.
+    #[getter]
+    fn protected(&self) -> bool {
+        Layer::PROTECTED.contains((*self).into())
+    }
+}
+
+/// A PromptLayer or its name.
+pub fn layer_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Layer> {
+    if let Ok(l) = obj.cast::<PromptLayer>() {
+        return Ok((*l.get()).into());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        let name = s.to_str()?;
+        return Layer::from_name(name).map_err(|e| InvalidArgumentError::new_err(format!("argument '{arg}': {e}")));
+    }
+    Err(args::wrong_type(obj, arg, "a PromptLayer or a layer name"))
+}
