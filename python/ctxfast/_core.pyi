@@ -200,7 +200,7 @@ class Tokenizer:
     def approximate(
         chars_per_token: float | None = None, *, cache_capacity: int | None = None
     ) -> Tokenizer:
-        """An estimate: ``ceil(characters / chars_per_token)``. For logs, never for a boundary check.
+        """An estimate, ``ceil(characters / chars_per_token)``: for logs, never for a boundary.
 
         It has no vocabulary, so ``encode`` and ``decode`` raise and ``is_exact`` is False.
         By default it has no cache: counting characters costs less than hashing them.
