@@ -1,10 +1,20 @@
 """ctxfast: build an LLM request under a token budget, and evict by a written policy.
 
 The heavy lifting (tokenizing, the per-unit count cache, ranking and the eviction ladder) runs
-in the Rust extension ``ctxfast._core``; this package is its typed facade.
+in the Rust extension ``ctxfast._core``; this package is its typed facade. The API is
+documented in ``ctxfast/_core.pyi``, where editors read it.
+
+The adapters and the command line are submodules, loaded on first use, so ``import ctxfast``
+stays light: ``ctxfast.openai``, ``ctxfast.anthropic``, ``ctxfast.langchain`` (needs the
+``langchain`` extra) and ``ctxfast.cli`` work without importing them first.
 """
 
 from __future__ import annotations
+
+import importlib as _importlib
+import importlib.util as _importlib_util
+import typing as _typing
+from types import ModuleType as _ModuleType
 
 from ctxfast._core import (
     Budget,
@@ -83,3 +93,47 @@ __all__ = [
     "build_profile",
     "default_cache_capacity",
 ]
+
+#: Submodules that ``ctxfast.<name>`` imports on first access (PEP 562). Names whose module
+#: does not exist (yet) raise ``AttributeError``, as any missing attribute does.
+_LAZY_SUBMODULES = ("anthropic", "chat", "cli", "gemini", "langchain", "openai")
+
+if _typing.TYPE_CHECKING:
+    # For type checkers, which do not run ``__getattr__``: every existing lazy submodule.
+    from ctxfast import anthropic as anthropic
+    from ctxfast import cli as cli
+    from ctxfast import langchain as langchain
+    from ctxfast import openai as openai
+
+
+def _load_submodule(name: str) -> _ModuleType:
+    """Imports ``ctxfast.<name>`` for an allowed name, or raises ``AttributeError``."""
+    if name in _LAZY_SUBMODULES:
+        qualified = f"{__name__}.{name}"
+        try:
+            return _importlib.import_module(qualified)
+        except ModuleNotFoundError as exc:
+            # A dependency the submodule needs is missing: that error is the useful one.
+            if exc.name != qualified:
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _available_submodules() -> list[str]:
+    """The lazy submodules that exist, found without importing them."""
+    return [
+        n
+        for n in _LAZY_SUBMODULES
+        if n in globals() or _importlib_util.find_spec(f"{__name__}.{n}") is not None
+    ]
+
+
+if not _typing.TYPE_CHECKING:
+    # Hidden from type checkers, so a misspelt ``ctxfast.<name>`` stays a type error.
+
+    def __getattr__(name: str) -> _ModuleType:
+        return _load_submodule(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_available_submodules()})

@@ -1,7 +1,17 @@
-# Stubs for the Rust extension; checked against the binary by `python -m mypy.stubtest ctxfast._core`.
+"""The Rust core of ctxfast: token counting, segments, policies, ``fit`` and ``ContextWindow``.
+
+This stub is where the API's documentation lives: editors read it for hover help and
+completion. ``python -m mypy.stubtest ctxfast._core`` checks it against the compiled
+extension, so every name and signature here matches the binary.
+
+Every error the core raises is a ``ctxfast.CtxfastError`` subclass from ``ctxfast._errors``,
+and each also derives from the builtin that matches its meaning (``ValueError``,
+``TypeError``, ...).
+"""
+
 from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
-from typing import Any, final
+from typing import Any, Literal, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -28,96 +38,371 @@ __all__ = [
     "evict_indices",
     "fit",
 ]
+
 __version__: str
+"""The package version, e.g. ``"0.1.0"``."""
+
 build_profile: str
+"""How the extension was compiled: ``"release"`` or ``"debug"``. Benchmarks need ``"release"``."""
+
 default_cache_capacity: int
+"""Entries a tokenizer's count cache holds when no ``cache_capacity`` is given: 65,536 (~3 MB)."""
+
+# Type-checking aliases; they do not exist at run time.
+_WhyStatus = Literal["held", "evicted_recoverable", "evicted_dispensable", "rewritten", "truncated"]
+_EvictionAction = Literal["drop", "digest"]
+_RowAction = Literal["drop", "truncate", "digest"]
+
+class _TraceRow(TypedDict):
+    """One row of ``Trace.rows``: a unit a rung removed, shortened or digested.
+
+    A type-checking name only: at run time each row is a plain ``dict``.
+    """
+
+    rung: str
+    """The name of the rung that acted."""
+    label: str
+    """The unit's name: its group, else its key, else ``"#<input position>"``."""
+    action: _RowAction
+    """``"drop"``, ``"truncate"`` or ``"digest"``: what the rung did to the unit."""
+    removed: int
+    """How many tokens the request's total fell by."""
+    layer: str
+    """The layer's display label under the policy (troubleshooting shows ``"history"``)."""
+    layer_after: int
+    """Tokens left in that label's layers after this row."""
+    total_after: int
+    """The request's projected total after this row."""
+    over_after: int
+    """``total_after - ceiling``: above 0 the request is still over, 0 or below it fits."""
 
 @final
 class CacheInfo:
+    """A snapshot of a tokenizer's count cache, from ``Tokenizer.cache_info()``.
+
+    Two snapshots compare equal when all four fields are equal.
+    """
+
     @property
-    def hits(self) -> int: ...
+    def hits(self) -> int:
+        """Counts served from the cache."""
     @property
-    def misses(self) -> int: ...
+    def misses(self) -> int:
+        """Counts the cache did not hold, which the engine computed."""
     @property
-    def entries(self) -> int: ...
+    def entries(self) -> int:
+        """Texts whose count is held now."""
     @property
-    def capacity(self) -> int: ...
-    def __eq__(self, other: object, /) -> bool: ...
+    def capacity(self) -> int:
+        """The most entries the cache keeps; 0 means caching is off."""
+    def __eq__(self, other: object, /) -> bool:
+        """True when ``other`` is a ``CacheInfo`` with the same four fields."""
 
 @final
 class Tokenizer:
-    """An exact, thread-safe token counter with a bounded per-unit count cache."""
+    """An exact, thread-safe token counter with a bounded per-unit count cache.
+
+    Build one with a constructor below; share it freely across threads. ``count``,
+    ``count_many`` and ``truncate`` work with every kind. ``encode`` and ``decode`` need a
+    real vocabulary: they raise ``UnsupportedOperationError`` for ``approximate()`` and
+    ``from_callable()`` tokenizers.
+
+    The embedded OpenAI encodings count special-token text such as ``<|endoftext|>`` as plain
+    text, like tiktoken's ``encode_ordinary``. Their ids are identical to tiktoken's.
+
+    The count cache is keyed by a 128-bit xxh3 hash of each text and holds up to
+    ``cache_capacity`` entries (default 65,536, about 3 MB). ``cache_capacity=0`` turns it
+    off. A tokenizer pickles as its recipe (encoding name, tokenizer.json text, ratio or
+    callable); the cache starts empty after unpickling.
+    """
 
     @staticmethod
     def default(*, cache_capacity: int | None = None) -> Tokenizer:
-        """The embedded o200k_base encoding. Without cache_capacity, one process-wide cache."""
+        """The embedded ``o200k_base`` encoding: no network, no files.
+
+        Args:
+            cache_capacity: Entries for a private count cache. When omitted, every caller
+                shares one process-wide cache for this encoding.
+
+        Returns:
+            A tokenizer named ``"o200k_base"``.
+
+        Raises:
+            InvalidArgumentError: ``cache_capacity`` is negative.
+            ArgumentTypeError: ``cache_capacity`` is not an int.
+        """
     @staticmethod
     def from_encoding(name: str, *, cache_capacity: int | None = None) -> Tokenizer:
-        """"o200k_base" or "cl100k_base", embedded in the wheel."""
+        """An encoding embedded in the wheel: ``"o200k_base"`` or ``"cl100k_base"``.
+
+        Args:
+            name: The encoding's name.
+            cache_capacity: Entries for a private count cache. When omitted, the process-wide
+                cache for that encoding is shared, as ``default()`` does.
+
+        Returns:
+            A tokenizer named after the encoding.
+
+        Raises:
+            InvalidArgumentError: Unknown encoding name, or a negative ``cache_capacity``.
+            ArgumentTypeError: ``name`` is not a str, or ``cache_capacity`` is not an int.
+        """
     @staticmethod
     def from_file(path: str | PathLike[str], *, cache_capacity: int | None = None) -> Tokenizer:
-        """A Hugging Face tokenizer.json file."""
+        """A Hugging Face ``tokenizer.json`` file (Llama, Qwen, Mistral, ...).
+
+        Truncation and padding settings in the file are switched off, because a counter must
+        see every token. Added tokens are matched as the file defines them.
+
+        Args:
+            path: The file's path.
+            cache_capacity: Entries in this tokenizer's own count cache (default 65,536).
+
+        Returns:
+            A tokenizer named ``"huggingface:<model kind>"``, e.g. ``"huggingface:bpe"``.
+
+        Raises:
+            TokenizerFileNotFoundError: The file does not exist (``.filename`` and ``.errno``
+                are set).
+            TokenizerLoadError: The file cannot be read or is not a valid tokenizer.json.
+            ArgumentTypeError: ``path`` is not a str or ``os.PathLike``.
+        """
     @staticmethod
     def from_json(text: str, *, cache_capacity: int | None = None) -> Tokenizer:
-        """The text of a Hugging Face tokenizer.json."""
+        """A Hugging Face tokenizer from the text of its ``tokenizer.json``.
+
+        Args:
+            text: The JSON document.
+            cache_capacity: Entries in this tokenizer's own count cache (default 65,536).
+
+        Returns:
+            A tokenizer named ``"huggingface:<model kind>"``.
+
+        Raises:
+            TokenizerLoadError: ``text`` is not a valid tokenizer.json.
+            ArgumentTypeError: ``text`` is not a str.
+        """
     @staticmethod
     def from_hf(obj: Any, *, cache_capacity: int | None = None) -> Tokenizer:
-        """A tokenizers.Tokenizer, serialised into the core once."""
+        """A ``tokenizers.Tokenizer``, serialised into the core once.
+
+        Counting then makes no Python call: the same engine as ``from_json(obj.to_str())``.
+
+        Args:
+            obj: A ``tokenizers.Tokenizer`` (anything with a ``to_str()`` method).
+            cache_capacity: Entries in this tokenizer's own count cache (default 65,536).
+
+        Raises:
+            ArgumentTypeError: ``obj`` has no ``to_str()`` method.
+            TokenizerLoadError: Its serialisation cannot be loaded.
+        """
     @staticmethod
     def approximate(
         chars_per_token: float | None = None, *, cache_capacity: int | None = None
     ) -> Tokenizer:
-        """ceil(characters / chars_per_token), 4.0 by default. An estimate, for logs only."""
+        """An estimate, ``ceil(characters / chars_per_token)``: for logs, never for a boundary.
+
+        It has no vocabulary, so ``encode`` and ``decode`` raise and ``is_exact`` is False.
+        By default it has no cache: counting characters costs less than hashing them.
+
+        Args:
+            chars_per_token: Characters (code points) per token, a finite number > 0;
+                4.0 by default.
+            cache_capacity: Entries for a count cache; 0 (none) by default.
+
+        Returns:
+            A tokenizer named ``"approximate(<ratio>)"``.
+
+        Raises:
+            InvalidArgumentError: ``chars_per_token`` is not finite or not > 0.
+            ArgumentTypeError: ``chars_per_token`` is not a number.
+        """
     @staticmethod
     def from_callable(
         func: Callable[[str], int], *, cache_capacity: int | None = None
     ) -> Tokenizer:
-        """Any str -> int counter the caller trusts."""
-    def count(self, text: str, /, *, cache: bool | None = None) -> int: ...
+        """Any ``str -> int`` counter the caller trusts, such as a serving stack's own.
+
+        The callable runs under the GIL and its counts go through this tokenizer's cache.
+        ``truncate`` binary-searches character prefixes with it, assuming counts grow with
+        length. ``encode`` and ``decode`` raise: there are no ids.
+
+        Args:
+            func: Called with one text; must return an int >= 0.
+            cache_capacity: Entries in this tokenizer's own count cache (default 65,536).
+
+        Returns:
+            A tokenizer named ``"callable:<func's qualified name>"``.
+
+        Raises:
+            ArgumentTypeError: ``func`` is not callable.
+        """
+    def count(self, text: str, /, *, cache: bool | None = None) -> int:
+        """The number of tokens in ``text``.
+
+        A native engine releases the GIL for texts of 4 KB or more.
+
+        Args:
+            text: The text to count.
+            cache: True by default: read and fill the count cache. False bypasses it.
+
+        Raises:
+            TextEncodingError: ``text`` holds a lone surrogate (the message gives its index).
+            ArgumentTypeError: ``text`` is not a str, or ``cache`` is not a bool.
+            CounterError: A ``from_callable`` function raised or returned something other
+                than an int >= 0.
+            TokenizationError: The tokenizer.json engine failed on this input.
+        """
     def count_many(
         self, texts: Iterable[str], /, *, cache: bool | None = None
-    ) -> npt.NDArray[np.int64]: ...
-    def encode(self, text: str) -> list[int]: ...
-    def decode(self, ids: Iterable[int]) -> str: ...
-    def truncate(self, text: str, max_tokens: int) -> str: ...
-    def cache_info(self) -> CacheInfo: ...
-    def clear_cache(self) -> None: ...
+    ) -> npt.NDArray[np.int64]:
+        """The count of every text, in order, as a numpy ``int64`` array.
+
+        The GIL is released for the whole batch, and large batches are spread across cores.
+
+        Args:
+            texts: Any iterable of str (a single str is refused).
+            cache: As in ``count``.
+
+        Raises:
+            ArgumentTypeError: ``texts`` is a str or not iterable, or an item is not a str.
+            TextEncodingError: An item holds a lone surrogate.
+            CounterError: A ``from_callable`` function failed.
+        """
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``, with no special tokens added.
+
+        Raises:
+            UnsupportedOperationError: This tokenizer has no vocabulary (``approximate`` or
+                ``from_callable``).
+            TextEncodingError: ``text`` holds a lone surrogate.
+            ArgumentTypeError: ``text`` is not a str.
+        """
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of a sequence of token ids.
+
+        With the OpenAI encodings, bytes that do not form valid UTF-8 become U+FFFD, as in
+        tiktoken. Special-token ids are not decoded.
+
+        Raises:
+            InvalidArgumentError: An id is negative, not below 2**32, or not in the
+                vocabulary.
+            ArgumentTypeError: ``ids`` is a str or not iterable, or an item is not an int.
+            UnsupportedOperationError: This tokenizer has no vocabulary.
+        """
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text`` that counts at most ``max_tokens`` tokens.
+
+        The cut falls on a token boundary and never inside a character. A ``from_callable``
+        tokenizer knows no boundaries, so it returns the longest character prefix the
+        callable counts within the limit.
+
+        Args:
+            text: The text to shorten.
+            max_tokens: An int >= 0. Values beyond any text's size are allowed.
+
+        Returns:
+            The prefix; ``text`` itself (the same object) when it already fits.
+
+        Raises:
+            InvalidArgumentError: ``max_tokens`` is negative.
+            ArgumentTypeError: ``text`` is not a str or ``max_tokens`` is not an int.
+            TextEncodingError: ``text`` holds a lone surrogate.
+            CounterError: A ``from_callable`` function failed.
+        """
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, entries and capacity of this tokenizer's count cache.
+
+        A shared cache (``default()`` or ``from_encoding(name)`` without a capacity) reports
+        the totals of every user in the process.
+        """
+    def clear_cache(self) -> None:
+        """Empties the count cache. A shared cache is emptied for every user."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """What counts: ``"o200k_base"``, ``"cl100k_base"``, ``"huggingface:bpe"``,
+        ``"approximate(4)"`` or ``"callable:<name>"``."""
     @property
-    def is_exact(self) -> bool: ...
+    def is_exact(self) -> bool:
+        """Whether counts are real tokens: False only for ``approximate()``.
+
+        A ``from_callable`` counter is trusted and reports True.
+        """
     @property
-    def vocab_size(self) -> int | None: ...
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    def vocab_size(self) -> int | None:
+        """The vocabulary's size; None for ``approximate()`` and ``from_callable()``."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles as the recipe, not the tables; the cache starts empty on the other side."""
     @staticmethod
-    def _from_state(state: tuple[Any, ...]) -> Tokenizer: ...
+    def _from_state(state: tuple[Any, ...]) -> Tokenizer:
+        """Internal: rebuilds a tokenizer from its ``__reduce__`` recipe."""
 
 def approximate_tokens(text: str) -> int:
-    """Four characters a token."""
+    """An estimate at four characters a token: ``ceil(code points / 4)``.
+
+    For log lines only; use a ``Tokenizer`` for anything that must fit.
+
+    Raises:
+        TextEncodingError: ``text`` holds a lone surrogate.
+        ArgumentTypeError: ``text`` is not a str.
+    """
 
 @final
 class PromptLayer:
+    """Which part of a request a segment belongs to.
+
+    Policies draw from layers. SYSTEM, TOOLS, PINNED and CURRENT_TURN are protected in every
+    policy: no rung may draw from them. Wherever a layer is expected, its name is accepted too
+    (case-insensitive: ``"retrieved"``, ``"RETRIEVED"``). ``int(layer)`` gives its index
+    (0 to 7, in the order below).
+    """
+
     SYSTEM: PromptLayer
+    """The system prompt. Protected."""
     TOOLS: PromptLayer
+    """Tool schemas. Protected."""
     PINNED: PromptLayer
+    """Pinned material such as operator constraints. Protected."""
     CURRENT_TURN: PromptLayer
+    """The current user turn, the task at hand. Protected. In a ``ContextWindow``, admitting a
+    new current turn turns the previous one into CONVERSATION."""
     CONVERSATION: PromptLayer
+    """Earlier turns of the conversation. A unit that holds a CONVERSATION segment counts as an
+    exchange for ``keep_first`` / ``keep_last`` floors. The default layer of a ``Segment``."""
     TOOL_RESULT: PromptLayer
+    """The output of a tool call. ``digest`` rungs act only on units that hold one."""
     RETRIEVED: PromptLayer
+    """Retrieved material, such as search or RAG chunks; ranked by ``score``."""
     SUMMARY: PromptLayer
+    """Summaries: ``level`` 0 is the rolling summary; a level-2 summary ``covers`` level-1 ones."""
     @staticmethod
-    def from_name(name: str) -> PromptLayer: ...
+    def from_name(name: str) -> PromptLayer:
+        """A layer from its name, case-insensitive (``"retrieved"``, ``"RETRIEVED"``).
+
+        Raises:
+            InvalidArgumentError: No layer has that name (the message lists them).
+            ArgumentTypeError: ``name`` is not a str.
+        """
     @property
-    def label(self) -> str: ...
+    def label(self) -> str:
+        """The lowercase name used in policies and traces, e.g. ``"current_turn"``."""
     @property
-    def protected(self) -> bool: ...
-    def __eq__(self, other: object, /) -> bool: ...
-    def __hash__(self) -> int: ...
-    def __int__(self) -> int: ...
+    def protected(self) -> bool:
+        """Whether this layer is one of the four that no rung may draw from."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal to the same layer, or to its index as an int (``PromptLayer.SYSTEM == 0``)."""
+    def __hash__(self) -> int:
+        """Layers are hashable: usable as dict keys (``Budget.caps``) and in sets."""
+    def __int__(self) -> int:
+        """The layer's index, 0 (SYSTEM) to 7 (SUMMARY)."""
 
 @final
 class Segment:
-    """One piece of a request; immutable. Its count is computed once per tokenizer."""
+    """One piece of a request, immutable once built.
+
+    Its token count is computed once and remembered for the last tokenizer that counted it,
+    so fitting the same segments again counts nothing.
+    """
 
     def __new__(
         cls,
@@ -133,166 +418,443 @@ class Segment:
         level: int | None = None,
         covers: Iterable[str] | None = None,
         meta: Any = None,
-    ) -> Segment: ...
+    ) -> Segment:
+        """Builds a segment, checking every field once.
+
+        Args:
+            text: What is sent.
+            layer: A ``PromptLayer`` or its name; CONVERSATION by default.
+            key: An identity (str, or an int kept as its decimal text). ``ContextWindow``
+                refuses a second segment with a key it already holds, and ``why(key)`` answers
+                for it. Traces use it as the label when there is no group.
+            score: Relevance in [0, 1], 0.0 by default. ``lowest_score`` orders take low
+                scores first; a group's score is its highest member's.
+            tokens: The segment's whole cost, given by the caller (e.g. with message framing).
+                It is used as is and never recounted.
+            recoverable: True when an authoritative copy exists outside the request, so it can
+                be fetched again. The ``rank`` order takes recoverable units first. False by
+                default.
+            stale: True when the content is out of date; ``rank`` takes stale units early and
+                ``filter = "stale"`` rungs take only these. False by default.
+            group: Segments sharing a group form one eviction unit (an exchange, a tool call
+                with its result) that never leaves by halves. Str, or an int kept as text.
+            level: The summary level, read by ``filter = "level:N"`` rungs
+                (0 = the rolling summary).
+            covers: Keys of level-1 summaries this level-2 summary covers
+                (``filter = "covered"``).
+            meta: Any object, returned unchanged with the segment. A mapping with ``"tool"``,
+                ``"arguments"`` and ``"step"`` keys describes a tool call for digests.
+
+        Raises:
+            ArgumentTypeError: A field has the wrong type, e.g. a non-bool ``recoverable``, a
+                bool ``score``, or a single str for ``covers``.
+            InvalidArgumentError: ``score`` is outside [0, 1], ``tokens`` is negative, or
+                ``layer`` names no layer.
+            TextEncodingError: ``text`` holds a lone surrogate.
+        """
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """The text that is sent."""
     @property
-    def layer(self) -> PromptLayer: ...
+    def layer(self) -> PromptLayer:
+        """The layer this segment belongs to."""
     @property
-    def key(self) -> str | None: ...
+    def key(self) -> str | None:
+        """The identity key (an int key comes back as its decimal text), or None."""
     @property
-    def score(self) -> float: ...
+    def score(self) -> float:
+        """Relevance in [0, 1]; 0.0 unless given."""
     @property
-    def tokens(self) -> int | None: ...
+    def tokens(self) -> int | None:
+        """The count the caller gave (``tokens=``), or None; ``count()`` gives the counted one."""
     @property
-    def recoverable(self) -> bool: ...
+    def recoverable(self) -> bool:
+        """Whether an authoritative copy exists outside the request."""
     @property
-    def stale(self) -> bool: ...
+    def stale(self) -> bool:
+        """Whether the content is marked out of date."""
     @property
-    def group(self) -> str | None: ...
+    def group(self) -> str | None:
+        """The eviction unit this segment belongs to, or None (a unit of its own)."""
     @property
-    def level(self) -> int | None: ...
+    def level(self) -> int | None:
+        """The summary level, or None."""
     @property
-    def covers(self) -> tuple[str, ...]: ...
+    def covers(self) -> tuple[str, ...]:
+        """Keys of the level-1 summaries this summary covers; empty unless given."""
     @property
-    def meta(self) -> Any: ...
-    def count(self, tokenizer: Tokenizer | Callable[[str], int] | None = None) -> int: ...
-    def replace(self, **changes: Any) -> Segment: ...
-    def __eq__(self, other: object, /) -> bool: ...
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    def meta(self) -> Any:
+        """The caller's object, unchanged, or None.
+
+        Segments ctxfast makes carry their own: a digest record from ``fit`` has
+        ``{"digest_of": [member keys], "rung": name}``, and a window surrogate has
+        ``{"lossy": True, "source_key": key, "provenance": who}``.
+        """
+    def count(self, tokenizer: Tokenizer | Callable[[str], int] | None = None) -> int:
+        """This segment's token count under ``tokenizer``, computed once.
+
+        A caller-given ``tokens=`` is returned as is.
+
+        Args:
+            tokenizer: A ``Tokenizer``, a ``str -> int`` callable, or None for the embedded
+                o200k_base encoding.
+
+        Raises:
+            ArgumentTypeError: ``tokenizer`` is neither a Tokenizer nor callable.
+            CounterError: A counting callable failed.
+        """
+    def replace(self, **changes: Any) -> Segment:
+        """A copy with some fields changed, e.g. ``seg.replace(stale=True)``.
+
+        Accepts ``text`` and every constructor field; the new values are checked as in the
+        constructor.
+
+        Raises:
+            ArgumentTypeError: A name that is not a field, or a value of the wrong type.
+            InvalidArgumentError: An impossible value.
+        """
+    def __eq__(self, other: object, /) -> bool:
+        """True when ``other`` is a Segment with equal fields and an equal ``meta``."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles every field, ``meta`` included (it must be picklable)."""
     @staticmethod
     def _restore(
         text: str, layer: PromptLayer, key: str | None, score: float, kwargs: dict[str, Any]
-    ) -> Segment: ...
+    ) -> Segment:
+        """Internal: the unpickling constructor."""
 
 @final
 class Budget:
+    """A token budget: the whole window, what is reserved for the answer, optional caps."""
+
     def __new__(
         cls,
         window: int,
         reserve: int | None = None,
         caps: Mapping[PromptLayer | str, int] | None = None,
-    ) -> Budget: ...
+    ) -> Budget:
+        """Builds a budget; the request may carry ``window - reserve`` input tokens.
+
+        Args:
+            window: The model's context window in tokens, > 0.
+            reserve: Tokens kept free for the answer, 0 by default; must be < ``window``.
+            caps: Per-layer sizes, keyed by ``PromptLayer`` or layer name. ``fit`` reports a
+                layer that starts over its cap (``Fit.cap_overruns`` and a ``cap`` line in the
+                trace); the rungs do not enforce caps.
+
+        Raises:
+            InvalidArgumentError: ``window`` is 0, ``reserve >= window``, a count is negative,
+                a count is a float, or a caps key names no layer.
+            ArgumentTypeError: A count is not an int (bools are refused), or ``caps`` is not a
+                mapping.
+        """
     @property
-    def window(self) -> int: ...
+    def window(self) -> int:
+        """The whole context window, in tokens."""
     @property
-    def reserve(self) -> int: ...
+    def reserve(self) -> int:
+        """Tokens kept free for the answer."""
     @property
-    def ceiling(self) -> int: ...
+    def ceiling(self) -> int:
+        """``window - reserve``: the most input tokens a request may carry."""
     @property
-    def caps(self) -> dict[PromptLayer, int]: ...
-    def __eq__(self, other: object, /) -> bool: ...
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    def caps(self) -> dict[PromptLayer, int]:
+        """The per-layer caps that were given (a new dict each call)."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal window, reserve and caps."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles as ``Budget(window, reserve, caps)``."""
 
 @final
 class Policy:
-    """An ordered list of rungs plus the protected set: a reviewable order of sacrifice."""
+    """A reviewable order of sacrifice: an ordered list of rungs plus the protected set.
+
+    ``fit`` runs the rungs in order while the request is over its ceiling. Each rung draws from
+    some layers, in an order (``oldest``, ``newest``, ``lowest_score``, ``largest`` or
+    ``rank``), with an action (``drop``, ``truncate`` or ``digest``) and a floor it never goes
+    below. Ties are broken by input position, so the same input always gives the same output.
+    Build one from a preset, a dict or TOML; ``describe()`` prints it as a table.
+    """
 
     @staticmethod
-    def context_window() -> Policy: ...
+    def context_window() -> Policy:
+        """The default (of ``fit`` and ``ContextWindow``): drop conversation, with its tool
+        results and summaries, oldest first; then retrieved, lowest score first."""
     @staticmethod
-    def troubleshooting() -> Policy: ...
+    def troubleshooting() -> Policy:
+        """Drop whole exchanges oldest first, keeping the first one and the last three; then
+        retrieved chunks lowest score first, keeping the top four; then truncate the
+        lowest-scored chunk body, never below 128 tokens. Traces label the conversation layers
+        ``"history"`` and retrieved ``"retrieval"``."""
     @staticmethod
-    def seven_tier(top_k: int | None = None) -> Policy: ...
+    def seven_tier(top_k: int | None = None) -> Policy:
+        """Stale tool results oldest first; retrieved below the top ``top_k`` (3 by default),
+        lowest score first; level-1 summaries covered by a held level-2 summary; the rolling
+        summary (level 0); then recent conversation and tool results, oldest first.
+
+        Raises:
+            InvalidArgumentError: ``top_k`` is negative.
+            ArgumentTypeError: ``top_k`` is not an int.
+        """
     @staticmethod
-    def ranked(keep_last: int | None = None) -> Policy: ...
+    def ranked(keep_last: int | None = None) -> Policy:
+        """One rung over every unprotected layer in ``rank`` order: recoverable first, stale
+        first, lowest score first, largest first. The last ``keep_last`` exchanges (2 by
+        default) are kept.
+
+        Raises:
+            InvalidArgumentError: ``keep_last`` is negative.
+            ArgumentTypeError: ``keep_last`` is not an int.
+        """
     @staticmethod
-    def agent(keep_last: int | None = None) -> Policy: ...
+    def agent(keep_last: int | None = None) -> Policy:
+        """The adapters' default, for agent transcripts.
+
+        Old tool exchanges are replaced by their digests first, oldest first, keeping the last
+        ``keep_last`` exchanges (2 by default) verbatim. Then whole exchanges are dropped
+        oldest first, then retrieved lowest score first. A tool call never loses its result:
+        the exchange goes whole, or is replaced whole by its record.
+
+        Raises:
+            InvalidArgumentError: ``keep_last`` is negative.
+            ArgumentTypeError: ``keep_last`` is not an int.
+        """
     @staticmethod
-    def preset(name: str) -> Policy: ...
+    def preset(name: str) -> Policy:
+        """A preset by name: ``"context_window"`` (alias ``"default"``), ``"troubleshooting"``,
+        ``"seven_tier"``, ``"ranked"`` or ``"agent"``, with its default arguments.
+
+        Raises:
+            InvalidArgumentError: No preset has that name (the message lists them).
+            ArgumentTypeError: ``name`` is not a str.
+        """
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> Policy: ...
+    def from_dict(d: dict[str, Any]) -> Policy:
+        """A policy from its dict form, the same fields as a TOML policy file.
+
+        Top-level fields:
+
+        - ``rungs`` (required): a list of rung tables, tried in order.
+        - ``name``: shown by ``describe()`` and ``Policy.name``.
+        - ``protected``: layer names no rung may draw from. It must include system, tools,
+          pinned and current_turn, which is also the default.
+        - ``labels``: ``{layer: display label}`` for traces; layers sharing a label show as one.
+
+        Rung fields:
+
+        - ``name``, ``layers`` (a layer name or a list) and ``order`` (``oldest``, ``newest``,
+          ``lowest_score``, ``largest`` or ``rank``) are required.
+        - ``action``: ``drop`` (the default), ``truncate`` or ``digest``. A digest replaces a
+          unit holding a TOOL_RESULT with a short record, and only when that is smaller.
+        - ``filter``: ``stale``, ``recoverable``, ``covered`` or ``"level:N"``
+          (or ``{"level": N}``).
+        - ``floor``: ``{keep_first, keep_last, keep_top, min_tokens}``. ``keep_first`` and
+          ``keep_last`` count exchanges, ``keep_top`` keeps the highest scores, and
+          ``min_tokens`` stops before the rung's layers fall under that size.
+        - ``min_tokens``: for truncate rungs only; a body is never cut below it (128 by
+          default).
+
+        ``PromptLayer`` values are accepted wherever a layer name is. ``Policy.from_dict(
+        p.to_dict()) == p``.
+
+        Raises:
+            InvalidArgumentError: A missing or unknown field, an unknown value, or a rung
+                that draws from a protected layer. The message names the field, e.g.
+                ``policy rungs[1].order``.
+            ArgumentTypeError: ``d`` is not a dict, or holds a value of an unsupported type.
+        """
     @staticmethod
-    def from_toml(path: str | PathLike[str]) -> Policy: ...
+    def from_toml(path: str | PathLike[str]) -> Policy:
+        """A policy from a TOML file, with the same fields as ``from_dict``.
+
+        Raises:
+            CtxfastFileNotFoundError: The file does not exist.
+            InvalidArgumentError: The file cannot be read, is not valid TOML, or is not a
+                valid policy. The message names the path.
+            ArgumentTypeError: ``path`` is not a str or ``os.PathLike``.
+        """
     @staticmethod
-    def from_toml_str(text: str) -> Policy: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def describe(self) -> str: ...
+    def from_toml_str(text: str) -> Policy:
+        """A policy from TOML text, with the same fields as ``from_dict``.
+
+        Raises:
+            InvalidArgumentError: The text is not valid TOML or not a valid policy.
+            ArgumentTypeError: ``text`` is not a str.
+        """
+    def to_dict(self) -> dict[str, Any]:
+        """The dict form: ``name`` (when set), ``protected``, ``labels`` (only the ones that
+        differ from the layer names) and ``rungs``. ``from_dict`` reads it back equal."""
+    def describe(self) -> str:
+        """The documented order as a table, first to go … never.
+
+        Each rung gets one line: the layers it draws from, its order, its action and its
+        floor. The last line lists the protected layers. ``str(policy)`` gives the same text.
+        """
     @property
-    def name(self) -> str | None: ...
+    def name(self) -> str | None:
+        """The preset's name or the ``name`` field; None for an unnamed custom policy."""
     @property
-    def rung_names(self) -> list[str]: ...
+    def rung_names(self) -> list[str]:
+        """The rungs' names, in the order they run."""
     @property
-    def protected(self) -> frozenset[PromptLayer]: ...
-    def __eq__(self, other: object, /) -> bool: ...
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    def protected(self) -> frozenset[PromptLayer]:
+        """The layers no rung of this policy may draw from."""
+    def __eq__(self, other: object, /) -> bool:
+        """Same rungs, protected set, labels and name."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles as ``Policy.from_dict(self.to_dict())``."""
 
 @final
 class Eviction:
+    """A segment that left the request in a ``fit``, from ``Fit.evicted``."""
+
     @property
-    def segment(self) -> Segment: ...
+    def segment(self) -> Segment:
+        """The segment exactly as it was given: nothing is lost.
+
+        When a later rung drops a digest record made in the same fit, this is the record.
+        """
     @property
-    def rung(self) -> str: ...
+    def rung(self) -> str:
+        """The name of the rung that took it."""
     @property
-    def rung_index(self) -> int: ...
+    def rung_index(self) -> int:
+        """The rung's position in ``Policy.rung_names``, from 0."""
     @property
-    def tokens(self) -> int: ...
+    def tokens(self) -> int:
+        """Its token count when it left (after any truncation)."""
     @property
-    def action(self) -> str: ...
+    def action(self) -> _EvictionAction:
+        """``"drop"``, or ``"digest"`` when it was folded into a digest record that is sent
+        in its place."""
 
 @final
 class Truncation:
+    """A body a ``truncate`` rung shortened and that is still sent, from ``Fit.truncated``."""
+
     @property
-    def original(self) -> Segment: ...
+    def original(self) -> Segment:
+        """The segment as it was given."""
     @property
-    def segment(self) -> Segment: ...
+    def segment(self) -> Segment:
+        """The shortened segment, as sent (it is also in ``Fit.kept``): the original's fields
+        and ``meta`` with the new text."""
     @property
-    def rung(self) -> str: ...
+    def rung(self) -> str:
+        """The name of the rung that shortened it."""
     @property
-    def tokens_before(self) -> int: ...
+    def tokens_before(self) -> int:
+        """Its token count before the rung shortened it."""
     @property
-    def tokens_after(self) -> int: ...
+    def tokens_after(self) -> int:
+        """Its token count as sent."""
 
 @final
 class Trace:
+    """The eviction trace of a ``fit``: what a reviewer reads to see why a request looks the
+    way it does. ``str(trace)`` renders it, the same text as ``Fit.explain()``."""
+
     @property
-    def rows(self) -> list[dict[str, Any]]: ...
+    def rows(self) -> list[_TraceRow]:
+        """One dict per removal, rung by rung in the order the rungs ran.
+
+        A row covers one unit that was dropped, truncated or digested. Keys: ``rung``,
+        ``label``, ``action``, ``removed``, ``layer``, ``layer_after``, ``total_after`` and
+        ``over_after``.
+        """
     @property
-    def start(self) -> list[tuple[str, int]]: ...
+    def start(self) -> list[tuple[str, int]]:
+        """``[(label, tokens), ...]``: each layer's size before any rung ran, in order of first
+        appearance. Layers that share a display label are summed under it."""
 
 @final
 class FitLedger:
+    """Where a fit's removed tokens went, for metrics."""
+
     @property
-    def evicted_recoverable(self) -> int: ...
+    def evicted_recoverable(self) -> int:
+        """Tokens of dropped segments that were ``recoverable``."""
     @property
-    def evicted_dispensable(self) -> int: ...
+    def evicted_dispensable(self) -> int:
+        """Tokens of dropped segments that were not ``recoverable`` (dropped digest records
+        count here)."""
     @property
-    def truncated(self) -> int: ...
+    def truncated(self) -> int:
+        """Tokens that truncation cut from bodies."""
     @property
-    def digested(self) -> int: ...
+    def digested(self) -> int:
+        """Tokens the digests saved: their exchanges' tokens less the records' own."""
     @property
-    def rung_firings(self) -> dict[str, int]: ...
+    def rung_firings(self) -> dict[str, int]:
+        """Rows (units acted on) per rung name, for the rungs that fired."""
     @property
-    def removed(self) -> int: ...
+    def removed(self) -> int:
+        """Every token taken out of the request, whichever way: the sum of the four above."""
 
 @final
 class Fit:
+    """The result of ``fit``: what to send, what left, and the trace that explains it."""
+
     @property
-    def kept(self) -> list[Segment]: ...
+    def kept(self) -> list[Segment]:
+        """What to send, in input order.
+
+        These are the caller's own Segment objects where unchanged. A shortened body appears
+        as a new segment. A digest record appears where its exchange began.
+        """
     @property
-    def evicted(self) -> list[Eviction]: ...
+    def evicted(self) -> list[Eviction]:
+        """What left, one entry per segment, in removal order (the trace's order)."""
     @property
-    def truncated(self) -> list[Truncation]: ...
+    def truncated(self) -> list[Truncation]:
+        """Bodies that were shortened and are still sent. A body that is truncated and then
+        dropped by a later rung is an eviction, not a truncation."""
     @property
-    def total(self) -> int: ...
+    def total(self) -> int:
+        """The authoritative token count of what is sent.
+
+        It is the sum of the kept segments' counts. With ``separator=``, it is the exact
+        count of the joined text.
+        """
     @property
-    def ceiling(self) -> int: ...
+    def ceiling(self) -> int:
+        """``window - reserve``: the most input tokens allowed."""
     @property
-    def spare(self) -> int: ...
+    def spare(self) -> int:
+        """``ceiling - total``: room left for input."""
     @property
-    def over_by(self) -> int: ...
+    def over_by(self) -> int:
+        """How far over the ceiling the request was before any rung ran; 0 if it fitted."""
     @property
-    def cap_overruns(self) -> dict[PromptLayer, int]: ...
+    def cap_overruns(self) -> dict[PromptLayer, int]:
+        """``{layer: tokens over its cap}`` for each capped layer that started over its
+        ``Budget`` cap. The ladder reports caps; it does not enforce them."""
     @property
-    def trace(self) -> Trace: ...
+    def trace(self) -> Trace:
+        """The eviction trace; ``explain()`` renders it."""
     @property
-    def rungs_fired(self) -> list[str]: ...
+    def rungs_fired(self) -> list[str]:
+        """Names of the rungs that acted, in the order they first did."""
     @property
-    def count_calls(self) -> int: ...
+    def count_calls(self) -> int:
+        """How many authoritative counts the fit made, however many rungs fired.
+
+        This is 1, plus one each time a joined count (``separator=``) came out over the
+        ceiling and another rung had to run.
+        """
     @property
-    def ledger(self) -> FitLedger: ...
-    def texts(self) -> list[str]: ...
-    def explain(self) -> str: ...
+    def ledger(self) -> FitLedger:
+        """Where the removed tokens went."""
+    def texts(self) -> list[str]:
+        """The kept texts, in order."""
+    def explain(self) -> str:
+        """The trace, rendered for a reviewer.
+
+        It shows the ceiling, each layer's size at the start and any cap overruns. Then each
+        rung that fired follows, one line per unit with the totals after it. The last line is
+        a summary: tokens sent, units dropped, digested or truncated, whether a floor was
+        reached, and the number of counts.
+        """
 
 def fit(
     segments: Iterable[Segment],
@@ -303,7 +865,45 @@ def fit(
     *,
     framing: int | None = None,
 ) -> Fit:
-    """Fit segments under budget by policy; one authoritative count (see Fit.count_calls)."""
+    """Fits ``segments`` under ``budget`` by ``policy``, or raises ``Unfittable``.
+
+    The segments are counted once, in one batch (counts they remember are reused). The rungs
+    then run in order against projected totals while the request is over the ceiling, and
+    nothing is re-counted along the way. At the end one authoritative count is made of what
+    is sent (see ``Fit.count_calls``). A rung stops at its floor, and protected layers are
+    never touched. Input order is the age order, and ties are broken by input position, so
+    the same input always gives the same output.
+
+    Args:
+        segments: The request, in order: a non-empty iterable of ``Segment``.
+        budget: The window, reserve and caps.
+        policy: A ``Policy`` or a preset name; ``Policy.context_window()`` by default.
+        tokenizer: A ``Tokenizer``, a ``str -> int`` callable, or None for the embedded
+            o200k_base encoding. A plain callable is wrapped once and reused, so its counts
+            stay cached across calls. ``tok.count`` of a ``Tokenizer`` counts natively.
+        separator: Set it when the payload is sent as one text, the kept texts joined by
+            ``separator``. The separator's tokens then count at each join, and the total is
+            the exact count of the joined text. For the embedded encodings only the text
+            around each join is re-tokenized. Other tokenizers count the joined text whole.
+        framing: What each segment the ladder creates (a digest record) costs beyond its
+            text, e.g. a chat message's framing; 0 by default. Adapters set it so the
+            projection stays exact.
+
+    Returns:
+        A ``Fit``: ``kept`` (what to send), ``evicted``, ``truncated``, ``total``, the trace.
+
+    Raises:
+        Unfittable: The protected set plus the floors cannot fit under the ceiling. Its
+            ``components``, ``floor_tokens``, ``total``, ``ceiling`` and ``shortfall`` say
+            by how much.
+        InvalidArgumentError: ``segments`` is empty, ``policy`` names no preset, or
+            ``framing`` is negative.
+        ArgumentTypeError: An argument has the wrong type (e.g. an item that is not a
+            Segment, a budget that is not a ``Budget``).
+        CounterError: A counting callable raised or returned something other than an
+            int >= 0.
+        TextEncodingError: ``separator`` holds a lone surrogate.
+    """
 
 def evict_indices(
     tokens: npt.ArrayLike,
@@ -313,76 +913,150 @@ def evict_indices(
     protected: npt.ArrayLike,
     deficit: int,
 ) -> npt.NDArray[np.int64]:
-    """Indices to evict, in rank order, to free at least `deficit` tokens."""
+    """The rank order alone, for callers with their own structures.
+
+    Returns the indices to evict, in rank order, to free at least ``deficit`` tokens. Rank
+    order is recoverable first, stale first, lowest relevance first, largest first, then
+    position. Protected entries are never returned. When the others cannot cover the deficit,
+    all of them are returned.
+
+    Args:
+        tokens: Each entry's size: 1-d, ints >= 0.
+        recoverable: 1-d bools: an external copy exists.
+        stale: 1-d bools: the entry is out of date.
+        relevance: 1-d floats in [0, 1].
+        protected: 1-d bools: never evict.
+        deficit: Tokens to free, an int >= 0.
+
+    Returns:
+        A numpy ``int64`` array of indices into the inputs.
+
+    Raises:
+        InvalidArgumentError: An array is not 1-d, the lengths differ, a token count is
+            negative, a relevance is outside [0, 1], or ``deficit`` is negative.
+        ArgumentTypeError: An input cannot be read as an array of its dtype, or ``deficit``
+            is not an int.
+    """
 
 @final
 class Why:
-    """Why a key is held or absent."""
+    """Why a key is held or absent, from ``ContextWindow.why`` and ``ledger_entries``."""
 
     @property
-    def key(self) -> str: ...
+    def key(self) -> str:
+        """The key asked about."""
     @property
-    def status(self) -> str:
-        """held | evicted_recoverable | evicted_dispensable | rewritten | truncated"""
+    def status(self) -> _WhyStatus:
+        """What happened to the key's segment, in one word.
+
+        - ``"held"``: held as admitted.
+        - ``"truncated"``: still held, shortened by a truncate rung.
+        - ``"evicted_recoverable"``: left the window (a rung or ``discard``); an authoritative
+          copy exists outside it.
+        - ``"evicted_dispensable"``: left the window; judged dispensable.
+        - ``"rewritten"``: replaced by a tagged lossy surrogate, a ``rewrite`` summary or a
+          digest record.
+        """
     @property
-    def cycle(self) -> int: ...
+    def cycle(self) -> int:
+        """The window's cycle (fits completed so far) when this status was recorded."""
     @property
-    def rung(self) -> str | None: ...
+    def rung(self) -> str | None:
+        """What acted: a rung's name, or ``"discard"``, ``"rewrite"`` or ``"digest"`` when the
+        method of that name did. None while simply held."""
     @property
-    def tokens_before(self) -> int: ...
+    def tokens_before(self) -> int:
+        """Its tokens before the change ``status`` reports (while held: as admitted)."""
     @property
-    def tokens_after(self) -> int: ...
+    def tokens_after(self) -> int:
+        """Its tokens now: the same while held, 0 once evicted, the shortened size when
+        truncated, the surrogate's size when rewritten."""
     @property
-    def provenance(self) -> str | None: ...
+    def provenance(self) -> str | None:
+        """Who made the surrogate (``rewrite``'s ``provenance``, or ``"digest"``); else None."""
     @property
-    def layer(self) -> PromptLayer: ...
+    def layer(self) -> PromptLayer:
+        """The layer the segment was last held in."""
     @property
-    def admissions(self) -> int: ...
+    def admissions(self) -> int:
+        """How many times the key was admitted (it can come back after it left)."""
 
 @final
 class WindowLedger:
+    """A ``ContextWindow``'s counters and token totals, for metrics.
+
+    The token totals always balance (``balanced``): admitted + surrogates added == held +
+    evicted recoverable + evicted dispensable + rewritten away + truncated away.
+    """
+
     @property
-    def admitted(self) -> int: ...
+    def admitted(self) -> int:
+        """Segments admitted (refused duplicates not included)."""
     @property
-    def refused_duplicates(self) -> int: ...
+    def refused_duplicates(self) -> int:
+        """Admissions refused because the key was already held."""
     @property
-    def fits(self) -> int: ...
+    def fits(self) -> int:
+        """Completed ``fit()`` calls."""
     @property
-    def fits_that_evicted(self) -> int: ...
+    def fits_that_evicted(self) -> int:
+        """Fits that removed or truncated something."""
     @property
-    def evictions(self) -> int: ...
+    def evictions(self) -> int:
+        """Segments a rung dropped."""
     @property
-    def rewrites(self) -> int: ...
+    def rewrites(self) -> int:
+        """Rewrites applied, deferred ones included once they land."""
     @property
-    def deferred_rewrites(self) -> int: ...
+    def deferred_rewrites(self) -> int:
+        """Rewrites deferred to the next ``fit()``."""
     @property
-    def digests(self) -> int: ...
+    def digests(self) -> int:
+        """Digest records made, by a digest rung or ``digest()``."""
     @property
-    def truncations(self) -> int: ...
+    def truncations(self) -> int:
+        """Bodies a truncate rung shortened."""
     @property
-    def discards(self) -> int: ...
+    def discards(self) -> int:
+        """Segments removed by ``discard()``."""
     @property
-    def rung_firings(self) -> dict[str, int]: ...
+    def rung_firings(self) -> dict[str, int]:
+        """Units acted on per rung name, over every fit: which rung fires tells which slice is
+        undersized."""
     @property
-    def tokens_admitted(self) -> int: ...
+    def tokens_admitted(self) -> int:
+        """Tokens of every segment admitted."""
     @property
-    def tokens_held(self) -> int: ...
+    def tokens_held(self) -> int:
+        """Tokens held now."""
     @property
-    def tokens_surrogates_added(self) -> int: ...
+    def tokens_surrogates_added(self) -> int:
+        """Tokens of the surrogates and digest records put in."""
     @property
-    def tokens_evicted_recoverable(self) -> int: ...
+    def tokens_evicted_recoverable(self) -> int:
+        """Tokens of recoverable segments that left (rungs and discards)."""
     @property
-    def tokens_evicted_dispensable(self) -> int: ...
+    def tokens_evicted_dispensable(self) -> int:
+        """Tokens of other segments that left (rungs and discards)."""
     @property
-    def tokens_rewritten_away(self) -> int: ...
+    def tokens_rewritten_away(self) -> int:
+        """Tokens of originals replaced by surrogates or digest records."""
     @property
-    def tokens_truncated_away(self) -> int: ...
+    def tokens_truncated_away(self) -> int:
+        """Tokens that truncation cut from held bodies."""
     @property
-    def balanced(self) -> bool: ...
+    def balanced(self) -> bool:
+        """Whether the token totals balance; always True unless something is wrong."""
 
 @final
 class ContextWindow:
-    """A token window across turns: keyed admission, eviction by policy, a ledger."""
+    """A token window across turns, one per conversation.
+
+    It admits segments by key, evicts by policy, and keeps a ledger that can answer for every
+    key ever admitted. A window is safe to share between threads. Its calls are serialised by
+    a lock that is always taken with the GIL released, so they never deadlock and never see
+    half a change. It persists with ``to_bytes()`` / ``from_bytes()`` or with pickle.
+    """
 
     def __new__(
         cls,
@@ -392,47 +1066,232 @@ class ContextWindow:
         reserve: int | None = None,
         *,
         low_watermark: float | None = None,
-    ) -> ContextWindow: ...
-    def admit(self, segment: Segment) -> bool: ...
-    def admit_many(self, segments: Iterable[Segment]) -> list[bool]: ...
-    def fit(self) -> list[Segment]: ...
-    def texts(self, layer: PromptLayer | str) -> list[str]: ...
-    def segments(self, layer: PromptLayer | str | None = None) -> list[Segment]: ...
+    ) -> ContextWindow:
+        """Makes an empty window.
+
+        Args:
+            limit_tokens: The model's context window in tokens, > 0.
+            tokenizer: A ``Tokenizer``, a ``str -> int`` callable, or None for the embedded
+                o200k_base encoding.
+            policy: A ``Policy`` or a preset name; ``Policy.context_window()`` by default.
+            reserve: Tokens kept free for the answer, 0 by default; must be < ``limit_tokens``.
+            low_watermark: A fraction in (0, 1]. When a fit has to evict, it goes down to
+                ``floor(ceiling * low_watermark)``, so the next turns append without moving
+                the cut and the provider's prompt cache survives. If the protected set and
+                floors cannot get that low, the fit targets the ceiling. None (the default)
+                and 1.0 evict just to the ceiling.
+
+        Raises:
+            InvalidArgumentError: ``limit_tokens`` is 0, ``reserve >= limit_tokens``,
+                ``low_watermark`` is outside (0, 1], or ``policy`` names no preset.
+            ArgumentTypeError: An argument has the wrong type.
+        """
+    def admit(self, segment: Segment) -> bool:
+        """Holds ``segment`` unless its key is already held, in any layer.
+
+        The segment is counted here, once. A ``key=None`` segment is never deduplicated.
+        Admitting a CURRENT_TURN segment turns the previously held current turn into
+        CONVERSATION (same text, same place). Admission never evicts; call ``fit()``.
+
+        Returns:
+            True when admitted; False when the key was already held (the segment is refused
+            and counted in ``ledger.refused_duplicates``).
+
+        Raises:
+            ArgumentTypeError: ``segment`` is not a Segment.
+            CounterError: A counting callable failed.
+        """
+    def admit_many(self, segments: Iterable[Segment]) -> list[bool]:
+        """Admits a whole turn in one call: each segment in order, as ``admit`` does.
+
+        Returns:
+            One bool per segment: True when admitted, False when refused as a duplicate.
+
+        Raises:
+            ArgumentTypeError: ``segments`` is not iterable, or an item is not a Segment.
+            CounterError: A counting callable failed.
+        """
+    def fit(self) -> list[Segment]:
+        """Evicts by the policy until what is held fits under the ceiling.
+
+        The keys of what left are freed, so it can be admitted again later. Rewrites
+        deferred in this cycle land as the fit returns, and a new cycle begins. The full
+        result (trace included) is ``last_fit``.
+
+        Returns:
+            What left, in eviction order: segments dropped, or folded into a digest record.
+            Originals replaced by a deferred rewrite are not listed.
+
+        Raises:
+            Unfittable: The protected set plus the floors cannot fit; the window is left
+                unchanged.
+            CounterError: A counting callable failed.
+        """
+    def texts(self, layer: PromptLayer | str) -> list[str]:
+        """The texts held in ``layer``, in admission order.
+
+        Raises:
+            InvalidArgumentError: ``layer`` names no layer.
+            ArgumentTypeError: ``layer`` is neither a PromptLayer nor a str.
+        """
+    def segments(self, layer: PromptLayer | str | None = None) -> list[Segment]:
+        """The held segments of ``layer``, or of every layer when None, in admission order.
+
+        Unchanged segments are the caller's own objects. A segment changed in place
+        (truncated, marked stale, or a current turn that became conversation) is a new
+        object, and so is each surrogate or digest record.
+
+        Raises:
+            InvalidArgumentError: ``layer`` names no layer.
+            ArgumentTypeError: ``layer`` is neither a PromptLayer nor a str.
+        """
     @property
-    def tokens(self) -> int: ...
+    def tokens(self) -> int:
+        """Tokens held now."""
     @property
-    def last_fit(self) -> Fit | None: ...
-    def why(self, key: str) -> Why: ...
-    def ledger_entries(self) -> list[Why]: ...
+    def last_fit(self) -> Fit | None:
+        """The ``Fit`` of the latest successful ``fit()``; None before the first."""
+    def why(self, key: str) -> Why:
+        """Why ``key`` is held or absent: status, cycle, rung, and tokens before and after.
+
+        It answers for every key ever admitted. An int key given to ``Segment`` is asked
+        for as its decimal text.
+
+        Raises:
+            UnknownKeyError: The key was never admitted (a ``KeyError``).
+            ArgumentTypeError: ``key`` is not a str.
+        """
+    def ledger_entries(self) -> list[Why]:
+        """The current answer for every key ever admitted, sorted by key."""
     @property
-    def ledger(self) -> WindowLedger: ...
-    def discard(self, key: str) -> Segment: ...
-    def mark_stale(self, key: str) -> None: ...
-    def rewrite(self, key: str, surrogate_text: str, *, provenance: str | None = None) -> bool: ...
-    def digest(self, key: str) -> Segment: ...
-    def __contains__(self, key: str, /) -> bool: ...
-    def __len__(self) -> int: ...
+    def ledger(self) -> WindowLedger:
+        """The window's counters and token totals (a snapshot)."""
+    def discard(self, key: str) -> Segment:
+        """Removes the held segment with ``key`` now.
+
+        It is recorded like an eviction (rung ``"discard"``) and the key is freed. Use it to
+        drop a span instead of rewriting it without provenance.
+
+        Returns:
+            The segment removed.
+
+        Raises:
+            UnknownKeyError: No segment with that key is held.
+            ArgumentTypeError: ``key`` is not a str.
+        """
+    def mark_stale(self, key: str) -> None:
+        """Flags the held segment with ``key`` stale, so stale-first rungs take it early.
+
+        Raises:
+            UnknownKeyError: No segment with that key is held.
+            ArgumentTypeError: ``key`` is not a str.
+        """
+    def rewrite(self, key: str, surrogate_text: str, *, provenance: str | None = None) -> bool:
+        """Replaces the held segment with ``key`` by a tagged lossy surrogate.
+
+        The surrogate's text is ``"[lossy summary of KEY by PROVENANCE] " + surrogate_text``,
+        counted with its tag. Its ``meta`` is ``{"lossy": True, "source_key": key,
+        "provenance": provenance}``. It keeps the original's layer, group, score and
+        recoverability but not the key: the key is freed, and ``why(key)`` reports
+        ``"rewritten"``.
+
+        A rewrite is deferred when this cycle admitted new non-recoverable content. The next
+        ``fit()`` then counts the original, and the surrogate replaces it as that fit
+        returns.
+
+        Args:
+            key: The held segment's key.
+            surrogate_text: The summary that stands in for it.
+            provenance: Who made the summary, e.g. a model name. Required.
+
+        Returns:
+            True when applied now, False when deferred.
+
+        Raises:
+            UntaggedRewriteError: ``provenance`` is missing or blank. Drop the span with
+                ``discard(key)`` instead, so it can be fetched again.
+            BudgetLedgerInconsistency: The surrogate is not smaller than the original and
+                the original is not recoverable.
+            UnknownKeyError: No segment with that key is held.
+            ArgumentTypeError: An argument is not a str.
+        """
+    def digest(self, key: str) -> Segment:
+        """Replaces the tool exchange holding ``key`` by its short durable record now.
+
+        The exchange is the held segments of ``key``'s group (the segment alone when it has
+        no group), and it must hold a TOOL_RESULT.
+        The record, a CONVERSATION segment, reads like ``[compacted] step 16: asked "…";
+        called read_file(src/a.py) -> 412 lines, 9,020 tokens: <first line>; answered "…"``.
+        No model is called. The members' keys are freed and reported as ``"rewritten"``.
+
+        Returns:
+            The record, whose ``meta`` is ``{"lossy": True, "source_key": key,
+            "provenance": "digest"}``.
+
+        Raises:
+            InvalidArgumentError: ``key``'s group holds no TOOL_RESULT segment.
+            BudgetLedgerInconsistency: The record would not be smaller and not every member
+                is recoverable.
+            UnknownKeyError: No segment with that key is held.
+            ArgumentTypeError: ``key`` is not a str.
+        """
+    def __contains__(self, key: str, /) -> bool:
+        """Whether a segment with ``key`` is held now (``key in window``)."""
+    def __len__(self) -> int:
+        """The number of segments held."""
     @property
-    def limit_tokens(self) -> int: ...
+    def limit_tokens(self) -> int:
+        """The whole context window, in tokens."""
     @property
-    def reserve(self) -> int: ...
+    def reserve(self) -> int:
+        """Tokens kept free for the answer."""
     @property
-    def ceiling(self) -> int: ...
+    def ceiling(self) -> int:
+        """``limit_tokens - reserve``: the most tokens a fit leaves held."""
     @property
-    def low_watermark(self) -> float | None: ...
+    def low_watermark(self) -> float | None:
+        """The fraction of the ceiling an evicting fit goes down to, or None."""
     @property
-    def cycle(self) -> int: ...
+    def cycle(self) -> int:
+        """Fits completed so far; a cycle is the admissions since the previous fit."""
     @property
-    def stable_prefix_tokens(self) -> int: ...
+    def stable_prefix_tokens(self) -> int:
+        """Tokens at the front of what is held that did not change since the previous fit:
+        what a provider's prompt cache can reuse."""
     @property
-    def tokenizer(self) -> Tokenizer: ...
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer that counts for this window (a callable given is wrapped in one)."""
     @property
-    def policy(self) -> Policy: ...
-    def to_bytes(self) -> bytes: ...
+    def policy(self) -> Policy:
+        """The window's policy (a new, equal Policy object each call)."""
+    def to_bytes(self) -> bytes:
+        """The whole state as versioned JSON bytes, to park a session in any store.
+
+        It holds the segments, ledger, counters and policy, and the tokenizer's recipe when
+        it is an embedded encoding or the estimate.
+
+        Raises:
+            InvalidArgumentError: A held segment's ``meta`` is not JSON-serialisable; pickle
+                the window instead (pickle takes any picklable ``meta``).
+        """
     @staticmethod
     def from_bytes(
         data: bytes, tokenizer: Tokenizer | Callable[[str], int] | None = None
-    ) -> ContextWindow: ...
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    ) -> ContextWindow:
+        """Restores ``to_bytes()`` output, ledger and all.
+
+        Args:
+            data: The saved bytes.
+            tokenizer: Overrides the saved tokenizer. It is required when the window counted
+                with a tokenizer.json or a callable, whose recipe is not saved.
+
+        Raises:
+            InvalidArgumentError: ``data`` is not a saved ContextWindow, or a tokenizer is
+                needed and was not given.
+            ArgumentTypeError: ``data`` is not bytes, or ``tokenizer`` has the wrong type.
+        """
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles the whole state with the tokenizer (a callable must be picklable)."""
     @staticmethod
-    def _restore(core: bytes, metas: dict[int, Any], tokenizer: Any) -> ContextWindow: ...
+    def _restore(core: bytes, metas: dict[int, Any], tokenizer: Any) -> ContextWindow:
+        """Internal: the unpickling constructor."""
