@@ -65,7 +65,7 @@ def test_version_and_build_profile() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", ctxfast.__version__)
     assert ctxfast.__version__ == importlib.metadata.version("ctxfast")
     assert isinstance(ctxfast.build_profile, str) and ctxfast.build_profile
-    assert ctxfast.build_profile in {"release", "debug", "profiling", "dev"}
+    assert ctxfast.build_profile in {"release", "debug", "profiling", "dev", "quick"}
 
 
 def test_default_cache_capacity_is_documented_value() -> None:

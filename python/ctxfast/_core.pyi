@@ -31,6 +31,8 @@ __all__ = [
     "Truncation",
     "WindowLedger",
     "Why",
+    "_resolve_policy",
+    "_resolve_tokenizer",
     "__version__",
     "approximate_tokens",
     "build_profile",
@@ -963,7 +965,14 @@ class Why:
     @property
     def rung(self) -> str | None:
         """What acted: a rung's name, or ``"discard"``, ``"rewrite"`` or ``"digest"`` when the
-        method of that name did. None while simply held."""
+        method of that name did. None while simply held. A rung may carry any name, so use
+        ``cause`` to tell a rung from the caller's own levers."""
+    @property
+    def cause(self) -> Literal["rung", "digest", "discard", "rewrite", "digest_call"] | None:
+        """What ``rung`` stands for, typed: ``"rung"`` (dropped or truncated by the policy's
+        rung), ``"digest"`` (folded into a digest record by a rung), ``"discard"``,
+        ``"rewrite"`` or ``"digest_call"`` (the window methods of those names). None while
+        simply held."""
     @property
     def tokens_before(self) -> int:
         """Its tokens before the change ``status`` reports (while held: as admitted)."""
@@ -1295,3 +1304,12 @@ class ContextWindow:
     @staticmethod
     def _restore(core: bytes, metas: dict[int, Any], tokenizer: Any) -> ContextWindow:
         """Internal: the unpickling constructor."""
+
+def _resolve_tokenizer(tokenizer: Tokenizer | Callable[[str], int] | None = None) -> Tokenizer:
+    """Private, for the adapters: the ``tokenizer`` argument resolved exactly as ``fit`` resolves
+    it (None: the embedded o200k_base; a plain callable: one wrapper, and one count cache, per
+    callable)."""
+
+def _resolve_policy(policy: Policy | str | None = None, default: str = "context_window") -> Policy:
+    """Private, for the adapters: the ``policy`` argument resolved as ``fit`` resolves it, with
+    ``default`` naming the preset used for None."""
