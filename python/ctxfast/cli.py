@@ -249,7 +249,7 @@ def policy() -> None:
 @policy.command("show")
 @click.argument("spec")
 def policy_show(spec: str) -> None:
-    """Print the documented order of SPEC (a preset name or a TOML file), first to go … never."""
+    """Print the documented order of a policy (a preset name or a TOML file), first to go … never."""
     try:
         _out.print(_load_policy(spec).describe(), markup=False)
     except CtxfastError as e:

@@ -12,7 +12,8 @@ use super::policy::policy_arg;
 use super::segment::{segments_arg, settle_counts};
 use crate::engine::{self, SegmentData};
 
-/// Fits `segments` under `budget` by `policy`; see SPEC section 5. `framing` is what each
+/// Fits `segments` under `budget` by `policy`: counts each unit once, runs the rungs against
+/// projected totals, then makes one authoritative count. `framing` is what each
 /// segment the ladder creates (a digest record) costs beyond its text, e.g. a chat message's
 /// framing, so the projection stays exact for adapters.
 #[pyfunction]

@@ -8,6 +8,8 @@ use super::args;
 use super::errors::InvalidArgumentError;
 use crate::engine::Layer;
 
+/// Where a segment sits in the request. SYSTEM, TOOLS, PINNED and CURRENT_TURN are protected:
+/// no built-in rung touches them.
 #[pyclass(frozen, eq, eq_int, hash, module = "ctxfast._core", name = "PromptLayer")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[allow(non_camel_case_types, clippy::upper_case_acronyms)]

@@ -10,6 +10,7 @@ use super::layer::PromptLayer;
 use super::segment::Segment;
 use crate::engine::{self, FitOutcome, Kept, Layer, SegmentData, Target};
 
+/// One removal: the segment as given (nothing is lost), the rung, its tokens and the action.
 #[pyclass(frozen, module = "ctxfast._core", name = "Eviction", get_all)]
 pub struct Eviction {
     /// The segment as it was given: nothing is lost.
@@ -29,6 +30,7 @@ impl Eviction {
     }
 }
 
+/// A segment shortened on a token boundary: the original, the shortened one (sent), the rung.
 #[pyclass(frozen, module = "ctxfast._core", name = "Truncation", get_all)]
 pub struct Truncation {
     original: Py<Segment>,
@@ -46,6 +48,7 @@ impl Truncation {
     }
 }
 
+/// The eviction trace: `str(trace)` renders it; `rows` gives one dict per removal.
 #[pyclass(frozen, module = "ctxfast._core", name = "Trace")]
 pub struct Trace {
     pub inner: engine::trace::Trace,
@@ -120,6 +123,8 @@ struct Removed {
     action: &'static str,
 }
 
+/// The result of `fit`: what is sent (`kept`, in input order), what left (`evicted`, in removal
+/// order), the one authoritative `total`, the trace and the ledger.
 #[pyclass(frozen, module = "ctxfast._core", name = "Fit")]
 pub struct Fit {
     kept: Vec<Py<Segment>>,

@@ -9,6 +9,7 @@ use super::errors::{file_error, FileKind, InvalidArgumentError};
 use super::layer::PromptLayer;
 use crate::engine::{policy_format, presets, Policy as CorePolicy};
 
+/// A written, reviewable order of sacrifice: ordered rungs plus the protected set.
 #[pyclass(frozen, module = "ctxfast._core", name = "Policy")]
 pub struct Policy {
     pub name: Option<String>,

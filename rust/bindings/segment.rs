@@ -68,6 +68,7 @@ fn tool_call(meta: &Bound<'_, PyAny>) -> PyResult<Option<ToolCall>> {
     }))
 }
 
+/// One piece of a request: its text, layer, key, relevance score and flags. Immutable.
 #[pyclass(frozen, module = "ctxfast._core", name = "Segment")]
 pub struct Segment {
     pub data: Arc<SegmentData>,

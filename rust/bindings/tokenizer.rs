@@ -20,11 +20,14 @@ enum Backend {
     Callable { func: Py<PyAny>, cache: CountCache, id: u32 },
 }
 
+/// Exact token counting (embedded o200k_base / cl100k_base, a tokenizer.json, a callable or the
+/// estimate) with a bounded per-unit count cache. Immutable and thread-safe.
 #[pyclass(frozen, module = "ctxfast._core", name = "Tokenizer")]
 pub struct Tokenizer {
     backend: Backend,
 }
 
+/// Hits, misses, entries and capacity of a tokenizer's count cache.
 #[pyclass(frozen, module = "ctxfast._core", name = "CacheInfo", get_all, eq)]
 #[derive(PartialEq)]
 pub struct CacheInfo {

@@ -5,12 +5,29 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::budget::Budget;
 use super::ladder::Ladder;
-use super::outcome::{FitLedger, FitOutcome, Kept, Taken, Target};
+use super::outcome::{DigestRecord, FitLedger, Kept, Removal, Taken, Target, Truncation};
 use super::policy::Policy;
-use super::segment::SegmentData;
+use super::segment::{Layer, SegmentData};
 use super::trace::{cap_overruns, Trace};
-use super::TokenSource;
+use super::source::TokenSource;
 use crate::error::{CtxResult, Unfittable};
+
+/// What `fit` returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitOutcome {
+    pub kept: Vec<Kept>,
+    pub removals: Vec<Removal>,
+    pub truncations: Vec<Truncation>,
+    pub digests: Vec<DigestRecord>,
+    pub total: usize,
+    pub ceiling: usize,
+    pub over_by: usize,
+    pub cap_overruns: Vec<(Layer, usize)>,
+    pub rungs_fired: Vec<usize>,
+    pub count_calls: usize,
+    pub trace: Trace,
+    pub ledger: FitLedger,
+}
 
 /// Fits `segs` (with their exact `counts`) under `budget` by `policy`. `framing` is what a segment
 /// the ladder creates (a digest record) costs beyond its text, so adapters' projections stay exact.

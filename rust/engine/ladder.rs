@@ -5,13 +5,12 @@
 use rustc_hash::FxHashSet as HashSet;
 
 use super::digest::digest_text;
-use super::outcome::{DigestRecord, Removal, Taken, Target, Truncation};
+use super::outcome::{DigestRecord, Removal, Row, Section, Taken, Target, Truncation};
 use super::policy::{Action, Filter, Order, Policy};
 use super::rank::{sort_indices, RankKey};
 use super::segment::{Layer, LayerSet, SegmentData};
-use super::trace::{Row, Section};
 use super::units::{build_units, Unit};
-use super::TokenSource;
+use super::source::TokenSource;
 use crate::error::CtxResult;
 
 pub(super) struct Ladder<'a> {

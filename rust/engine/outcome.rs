@@ -1,8 +1,7 @@
-//! What a fit returns: what is kept (in input order), what left and how, and where the removed
-//! tokens went. Indices refer to the segments handed to `fit`.
+//! The pieces of a fit's result: what is kept (in input order), what left and how, what each
+//! rung did, and where the removed tokens went. Indices refer to the segments handed to `fit`.
 
 use super::segment::Layer;
-use super::trace::Trace;
 
 /// One item of the request as sent.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,18 +72,25 @@ pub struct FitLedger {
     pub rung_firings: Vec<usize>,
 }
 
+/// One row of the trace: a removal and the running totals after it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FitOutcome {
-    pub kept: Vec<Kept>,
-    pub removals: Vec<Removal>,
-    pub truncations: Vec<Truncation>,
-    pub digests: Vec<DigestRecord>,
-    pub total: usize,
-    pub ceiling: usize,
-    pub over_by: usize,
-    pub cap_overruns: Vec<(Layer, usize)>,
-    pub rungs_fired: Vec<usize>,
-    pub count_calls: usize,
-    pub trace: Trace,
-    pub ledger: FitLedger,
+pub struct Row {
+    pub label: String,
+    /// How much the request total fell.
+    pub delta: usize,
+    pub action: &'static str,
+    pub layer: Layer,
+    pub layer_after: usize,
+    pub total_after: usize,
+    /// total_after - ceiling: > 0 still over, <= 0 fits.
+    pub over_after: i64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Section {
+    pub rung: usize,
+    pub name: String,
+    pub floor: String,
+    pub rows: Vec<Row>,
+    pub floor_reached: bool,
 }

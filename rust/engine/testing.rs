@@ -1,6 +1,6 @@
 //! Test support shared by the engine's and the window's tests.
 
-use super::TokenSource;
+use super::source::TokenSource;
 use crate::error::CtxResult;
 
 /// One token per whitespace-separated word: easy to reason about in tests.

@@ -4,31 +4,9 @@ use rustc_hash::FxHashSet as HashSet;
 
 use super::budget::Budget;
 use super::ladder::Ladder;
-use super::outcome::{Taken, Target};
+use super::outcome::{Section, Taken, Target};
 use super::segment::{Layer, LayerSet, SegmentData};
 use crate::fmt::{plural, thousands};
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    pub label: String,
-    /// How much the request total fell.
-    pub delta: usize,
-    pub action: &'static str,
-    pub layer: Layer,
-    pub layer_after: usize,
-    pub total_after: usize,
-    /// total_after - ceiling: > 0 still over, <= 0 fits.
-    pub over_after: i64,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Section {
-    pub rung: usize,
-    pub name: String,
-    pub floor: String,
-    pub rows: Vec<Row>,
-    pub floor_reached: bool,
-}
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Trace {

@@ -8,6 +8,7 @@ use super::super::layer::PromptLayer;
 use crate::window::ledger::Why as CoreWhy;
 use crate::window::Window;
 
+/// Why a key is held or absent: status, cycle, rung (and its typed cause), tokens before/after.
 #[pyclass(frozen, module = "ctxfast._core", name = "Why", get_all)]
 pub struct Why {
     pub(super) key: String,

@@ -5,123 +5,32 @@
 //! (whose fit runs detached) needs to finish: concurrent calls on one window are serialised,
 //! never interleaved, never deadlocked.
 //!
-//! Files: this one is the class; `ledger` has the `Why` and `WindowLedger` views; `persist` turns
-//! the state into bytes and back.
+//! Files: this one is the class's methods; `state` holds what is behind the lock; `ledger` has the
+//! `Why` and `WindowLedger` views; `persist` turns the state into bytes and back.
 
 mod ledger;
 mod persist;
+mod state;
 
 use std::collections::HashMap;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use super::args;
 use super::counting::{resolve_tokenizer, with_source};
-use super::errors::{InvalidArgumentError, UnknownKeyError};
+use super::errors::UnknownKeyError;
 use super::layer::layer_arg;
 use super::outcome::{build_fit, Fit};
 use super::policy::{policy_arg, Policy};
 use super::segment::{segments_arg, settle_counts, Segment};
 use super::tokenizer::Tokenizer;
-use crate::window::ledger::Cause;
-use crate::window::{Admit, Changes, Entry, Rewrite, Window};
+use crate::window::{Changes, Rewrite, Window};
 pub use ledger::{WindowLedger, Why};
-
-struct State {
-    core: Window,
-    /// The Python object standing for each held entry, so callers get back what they gave.
-    objects: HashMap<u64, Py<Segment>>,
-    last_fit: Option<Py<Fit>>,
-}
-
-#[pyclass(frozen, module = "ctxfast._core", name = "ContextWindow")]
-pub struct ContextWindow {
-    tokenizer: Py<Tokenizer>,
-    state: Mutex<State>,
-}
-
-fn lock<'a>(py: Python<'_>, m: &'a Mutex<State>) -> MutexGuard<'a, State> {
-    // Fast path: an uncontended lock needs no GIL hand-off.
-    if let Some(g) = m.try_lock() {
-        return g;
-    }
-    py.detach(|| m.lock())
-}
-
-impl ContextWindow {
-    fn counter_id(&self, py: Python<'_>) -> u32 {
-        self.tokenizer.bind(py).get().counter_id()
-    }
-
-    fn object_for(&self, py: Python<'_>, e: &Entry, meta: Option<Py<PyAny>>) -> PyResult<Py<Segment>> {
-        let mut meta = meta;
-        if meta.is_none() {
-            if let Some((source, by)) = &e.provenance {
-                let d = PyDict::new(py);
-                d.set_item("lossy", true)?;
-                d.set_item("source_key", source.as_deref())?;
-                d.set_item("provenance", by)?;
-                meta = Some(d.into_any().unbind());
-            }
-        }
-        Py::new(py, Segment::with_count((*e.seg).clone(), meta, self.counter_id(py), e.tokens))
-    }
-
-    /// Mirrors core changes on the Python objects; returns the objects that left, with why.
-    fn mirror(&self, py: Python<'_>, st: &mut State, changes: Changes) -> PyResult<Vec<(Py<Segment>, Cause)>> {
-        let mut gone = Vec::new();
-        for r in changes.removed {
-            let obj = match st.objects.remove(&r.entry.id) {
-                Some(o) => o,
-                None => self.object_for(py, &r.entry, None)?,
-            };
-            gone.push((obj, r.cause));
-        }
-        for e in changes.upserted {
-            let meta = st.objects.get(&e.id).and_then(|o| o.bind(py).get().meta_ref(py));
-            let obj = self.object_for(py, &e, meta)?;
-            st.objects.insert(e.id, obj);
-        }
-        Ok(gone)
-    }
-
-    fn admit_one(&self, py: Python<'_>, st: &mut State, seg: &Bound<'_, Segment>, count: usize) -> PyResult<bool> {
-        let data = seg.get().data.clone();
-        match st.core.admit(data, count) {
-            Admit::Duplicate => Ok(false),
-            Admit::Admitted { id, demoted } => {
-                st.objects.insert(id, seg.clone().unbind());
-                if let Some(e) = demoted {
-                    let meta = st.objects.get(&e.id).and_then(|o| o.bind(py).get().meta_ref(py));
-                    let obj = self.object_for(py, &e, meta)?;
-                    st.objects.insert(e.id, obj);
-                }
-                Ok(true)
-            }
-        }
-    }
-
-    fn count_text(&self, py: Python<'_>, text: &str) -> PyResult<usize> {
-        self.tokenizer.bind(py).get().count_str(py, text, true)
-    }
-
-    /// The held entries' objects, in entry order. Every entry has one: a missing object would
-    /// shift every later index of the fit outcome, so it is an error, never skipped.
-    fn snapshot<'py>(py: Python<'py>, st: &State) -> PyResult<Vec<Bound<'py, Segment>>> {
-        st.core
-            .entries()
-            .iter()
-            .map(|e| {
-                st.objects.get(&e.id).map(|o| o.bind(py).clone()).ok_or_else(|| {
-                    InvalidArgumentError::new_err(format!("internal: held entry {} has no segment object", e.id))
-                })
-            })
-            .collect()
-    }
-}
+pub use state::ContextWindow;
+use state::{lock, State};
 
 #[pymethods]
 impl ContextWindow {

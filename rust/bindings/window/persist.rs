@@ -16,7 +16,7 @@ use super::super::args;
 use super::super::counting::resolve_tokenizer;
 use super::super::errors::InvalidArgumentError;
 use super::super::tokenizer::Tokenizer;
-use super::{lock, ContextWindow, State};
+use super::state::{lock, ContextWindow, State};
 use crate::window::Window;
 
 const FORMAT: &str = "ctxfast.ContextWindow/1";
