@@ -23,6 +23,25 @@ pub fn plural(n: usize) -> &'static str {
     }
 }
 
+/// `text` right-aligned in `width` characters. By hand rather than `format!("{:>w$}")`, whose
+/// width is at most 65,535 and panics past it: a caller's key can be any length.
+pub fn pad_left(text: &str, width: usize) -> String {
+    let fill = width.saturating_sub(text.chars().count());
+    let mut out = String::with_capacity(text.len() + fill);
+    out.extend(std::iter::repeat_n(' ', fill));
+    out.push_str(text);
+    out
+}
+
+/// `text` left-aligned in `width` characters (see `pad_left`).
+pub fn pad_right(text: &str, width: usize) -> String {
+    let fill = width.saturating_sub(text.chars().count());
+    let mut out = String::with_capacity(text.len() + fill);
+    out.push_str(text);
+    out.extend(std::iter::repeat_n(' ', fill));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +54,9 @@ mod tests {
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(plural(1), "");
         assert_eq!(plural(0), "s");
+        assert_eq!(pad_left("ab", 4), "  ab");
+        assert_eq!(pad_right("é", 3), "é  ");
+        assert_eq!(pad_left("abc", 1), "abc");
+        assert_eq!(pad_left("k", 70_000).len(), 70_000);
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub mod fmt;
+pub mod limits;
 pub mod engine;
 pub mod error;
 pub mod tokenize;

@@ -227,7 +227,7 @@ pub fn build_fit(
     py: Python<'_>,
     segs: &[Bound<'_, Segment>],
     policy: &engine::Policy,
-    counter_id: u32,
+    counter_id: u64,
     out: FitOutcome,
 ) -> PyResult<Fit> {
     let rung_name = |r: usize| policy.rungs.get(r).map(|x| x.name.clone()).unwrap_or_default();

@@ -1,9 +1,10 @@
 //! `Segment`: one piece of a request, immutable, validated once at construction; it remembers its
 //! count for the last tokenizer that counted it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use portable_atomic::AtomicU128;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple};
 
@@ -73,8 +74,9 @@ fn tool_call(meta: &Bound<'_, PyAny>) -> PyResult<Option<ToolCall>> {
 pub struct Segment {
     pub data: Arc<SegmentData>,
     meta: Option<Py<PyAny>>,
-    /// (counter id << 32) | count: the count travels with the segment, per tokenizer.
-    memo: AtomicU64,
+    /// (counter id << 64) | count: the count travels with the segment, for the tokenizer that
+    /// made it. One atomic, so a count is never read with another counter's id.
+    memo: AtomicU128,
 }
 
 impl Segment {
@@ -97,10 +99,10 @@ impl Segment {
     }
 
     pub fn from_data(data: SegmentData, meta: Option<Py<PyAny>>) -> Self {
-        Self { data: Arc::new(data), meta, memo: AtomicU64::new(0) }
+        Self { data: Arc::new(data), meta, memo: AtomicU128::new(0) }
     }
 
-    pub fn with_count(data: SegmentData, meta: Option<Py<PyAny>>, counter_id: u32, count: usize) -> Self {
+    pub fn with_count(data: SegmentData, meta: Option<Py<PyAny>>, counter_id: u64, count: usize) -> Self {
         let s = Self::from_data(data, meta);
         s.remember(counter_id, count);
         s
@@ -111,18 +113,19 @@ impl Segment {
     }
 
     /// The count for this tokenizer: given by the caller, or remembered from an earlier count.
-    pub fn known_count(&self, counter_id: u32) -> Option<usize> {
+    pub fn known_count(&self, counter_id: u64) -> Option<usize> {
         if let Some(t) = self.data.tokens {
             return Some(t);
         }
         let m = self.memo.load(Ordering::Relaxed);
-        ((m >> 32) as u32 == counter_id && counter_id != 0).then_some((m & 0xFFFF_FFFF) as usize)
+        let id = u64::try_from(m >> 64).unwrap_or(0);
+        let count = u64::try_from(m & u128::from(u64::MAX)).unwrap_or(0);
+        (id == counter_id && counter_id != 0).then(|| usize::try_from(count).ok()).flatten()
     }
 
-    pub fn remember(&self, counter_id: u32, count: usize) {
-        // The memo packs the count in 32 bits; a larger one is simply not remembered.
-        if let Ok(c) = u32::try_from(count) {
-            self.memo.store(((counter_id as u64) << 32) | c as u64, Ordering::Relaxed);
+    pub fn remember(&self, counter_id: u64, count: usize) {
+        if let Ok(c) = u64::try_from(count) {
+            self.memo.store((u128::from(counter_id) << 64) | u128::from(c), Ordering::Relaxed);
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
 enum Backend {
     Native(Arc<TokenCounter>),
     /// A user's `str -> int` callable, trusted as exact; it runs under the GIL.
-    Callable { func: Py<PyAny>, cache: CountCache, id: u32 },
+    Callable { func: Py<PyAny>, cache: CountCache, id: u64 },
 }
 
 /// Exact token counting (embedded o200k_base / cl100k_base, a tokenizer.json, a callable or the
@@ -71,7 +71,7 @@ impl Tokenizer {
     }
 
     /// Identifies the counter a segment's remembered count came from.
-    pub fn counter_id(&self) -> u32 {
+    pub fn counter_id(&self) -> u64 {
         match &self.backend {
             Backend::Native(c) => c.id(),
             Backend::Callable { id, .. } => *id,

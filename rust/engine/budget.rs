@@ -1,6 +1,7 @@
 //! The token budget: the whole window, what is reserved for the answer, and per-layer caps.
 
 use crate::error::{CtxError, CtxResult};
+use crate::limits::check_count;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Budget {
@@ -14,6 +15,10 @@ impl Budget {
     pub fn new(window: usize, reserve: usize, caps: [Option<usize>; 8]) -> CtxResult<Self> {
         if window == 0 {
             return Err(CtxError::invalid("window must be > 0 tokens"));
+        }
+        check_count(window, "window")?;
+        for cap in caps.iter().flatten() {
+            check_count(*cap, "a cap")?;
         }
         if reserve >= window {
             return Err(CtxError::invalid(format!(

@@ -11,6 +11,7 @@ use super::segment::{Layer, SegmentData};
 use super::trace::{cap_overruns, Trace};
 use super::source::TokenSource;
 use crate::error::{CtxResult, Unfittable};
+use crate::limits::{add_total, check_count, checked_total, signed};
 
 /// What `fit` returns.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,9 +42,12 @@ pub fn fit(
     framing: usize,
 ) -> CtxResult<FitOutcome> {
     let sep_tokens = match separator {
-        Some(s) if !s.is_empty() => counter.count(s)?,
+        Some(s) if !s.is_empty() => check_count(counter.count(s)?, "the separator's count")?,
         _ => 0,
     };
+    // The one range check: every later figure is at most this starting total.
+    let joins = sep_tokens.saturating_mul(counts.len().saturating_sub(1));
+    add_total(checked_total(counts.iter().copied(), "the request")?, joins, "the request with its joins")?;
     let ceiling = budget.ceiling();
     let mut lad = Ladder::new(segs, counts, policy, counter, ceiling, sep_tokens, framing);
     let start_layers = lad.layer_sizes;
@@ -69,8 +73,8 @@ pub fn fit(
                 counter.count_joined(&texts, &counts, sep)?
             }
         };
-        let projected = lad.total() as i64 - lad.correction;
-        lad.correction = authoritative as i64 - projected;
+        let projected = signed(lad.total()) - lad.correction;
+        lad.correction = signed(authoritative) - projected;
         if authoritative <= ceiling {
             break authoritative;
         }
@@ -162,6 +166,14 @@ fn unfittable(lad: &Ladder<'_>) -> Unfittable {
                 None => lad.policy.label(s.layer).to_string(),
             };
             components.push((label, lad.seg_tokens[m]));
+        }
+    }
+    if components.is_empty() && lad.live_units == 1 {
+        // Nothing is protected and one unit is left: a request is never sent empty.
+        if let Some(u) = lad.units.iter().position(|u| u.alive) {
+            let s = lad.segs[lad.units[u].position];
+            let name = s.group.clone().or_else(|| s.key.clone()).map(|n| format!(" {n:?}")).unwrap_or_default();
+            components.push((format!("last unit, {}{name} (a request is never empty)", lad.policy.label(s.layer)), lad.unit_tokens(u)));
         }
     }
     let protected_tokens: usize = components.iter().map(|(_, n)| n).sum();

@@ -12,6 +12,7 @@ use super::segment::{Layer, LayerSet, SegmentData};
 use super::units::{build_units, Unit};
 use super::source::TokenSource;
 use crate::error::CtxResult;
+use crate::limits::{signed, unsigned};
 
 pub(super) struct Ladder<'a> {
     pub(super) segs: &'a [&'a SegmentData],
@@ -22,6 +23,8 @@ pub(super) struct Ladder<'a> {
     /// What a segment the ladder creates (a digest) costs beyond its text: message framing.
     pub(super) framing: usize,
     pub(super) units: Vec<Unit>,
+    /// Units still in the request: the last one is never dropped.
+    pub(super) live_units: usize,
     // Per-segment state as parallel arrays indexed like `segs`: the inputs stay borrowed and
     // untouched, and the hot loop reads plain slices instead of chasing per-segment structs.
     pub(super) seg_tokens: Vec<usize>,
@@ -54,13 +57,14 @@ impl<'a> Ladder<'a> {
         for (s, &n) in segs.iter().zip(counts) {
             layer_sizes[s.layer.index()] += n;
         }
-        Ladder {
+        let mut lad = Ladder {
             segs,
             policy,
             counter,
             ceiling,
             sep_tokens,
             framing,
+            live_units: 0,
             units: build_units(segs, policy),
             seg_tokens: counts.to_vec(),
             seg_alive: vec![true; segs.len()],
@@ -75,16 +79,18 @@ impl<'a> Ladder<'a> {
             sections: Vec::new(),
             rungs_fired: Vec::new(),
             floor_reached: false,
-        }
+        };
+        lad.live_units = lad.units.len();
+        lad
     }
 
     pub(super) fn total(&self) -> usize {
         let joins = self.sep_tokens * self.pieces.saturating_sub(1);
-        ((self.sum + joins) as i64 + self.correction).max(0) as usize
+        unsigned(signed(self.sum + joins) + self.correction)
     }
 
     pub(super) fn over(&self) -> i64 {
-        self.total() as i64 - self.ceiling as i64
+        signed(self.total()) - signed(self.ceiling)
     }
 
     pub(super) fn unit_tokens(&self, u: usize) -> usize {
@@ -149,13 +155,14 @@ impl<'a> Ladder<'a> {
                 .map(|l| self.layer_sizes[l.index()])
                 .sum(),
             total_after,
-            over_after: total_after as i64 - self.ceiling as i64,
+            over_after: signed(total_after) - signed(self.ceiling),
         }
     }
 
     fn drop_unit(&mut self, u: usize, rung: usize) {
         let unit_digest = self.units[u].digest;
         self.units[u].alive = false;
+        self.live_units -= 1;
         if let Some(d) = unit_digest {
             let rec = &self.digests[d];
             self.layer_sizes[rec.layer.index()] -= rec.tokens;
@@ -189,7 +196,7 @@ impl<'a> Ladder<'a> {
             return Ok(false);
         };
         let before = self.seg_tokens[m];
-        let over = self.over().max(0) as usize;
+        let over = unsigned(self.over());
         if before <= min_tokens || over == 0 {
             return Ok(false);
         }
@@ -313,6 +320,14 @@ impl<'a> Ladder<'a> {
             let changed = match rung.action {
                 Action::Drop => {
                     if rung.floor.min_tokens > 0 && rung_tokens.saturating_sub(before_unit) < rung.floor.min_tokens {
+                        break;
+                    }
+                    if before_unit == 0 {
+                        // Frees nothing: dropping it would only lose it.
+                        continue;
+                    }
+                    if self.live_units <= 1 {
+                        // Never an empty request: the last unit stays, and the fit is Unfittable.
                         break;
                     }
                     self.drop_unit(u, r);

@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use super::policy::{Action, Filter, Floor, Order, Policy, Rung};
 use super::segment::{Layer, LayerSet};
 use crate::error::{CtxError, CtxResult};
+use crate::fmt::pad_right;
 
 pub const ORDERS: [&str; 5] = ["oldest", "newest", "lowest_score", "largest", "rank"];
 pub const ACTIONS: [&str; 3] = ["drop", "truncate", "digest"];
@@ -317,7 +318,7 @@ pub fn describe(name: Option<&str>, p: &Policy) -> String {
     let widths: Vec<usize> = (0..6).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = format!("policy {} — first to go … never\n", name.unwrap_or("(custom)"));
     for r in &rows {
-        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| pad_right(c, *w)).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }

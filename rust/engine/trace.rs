@@ -6,7 +6,8 @@ use super::budget::Budget;
 use super::ladder::Ladder;
 use super::outcome::{Section, Taken, Target};
 use super::segment::{Layer, LayerSet, SegmentData};
-use crate::fmt::{plural, thousands};
+use crate::fmt::{pad_left, plural, thousands};
+use crate::limits::{signed, unsigned};
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Trace {
@@ -148,9 +149,9 @@ fn units_dropped(lad: &Ladder<'_>) -> usize {
 
 fn over_text(over: i64) -> String {
     if over > 0 {
-        format!("over by {}", thousands(over as usize))
+        format!("over by {}", thousands(unsigned(over)))
     } else {
-        format!("fits, {} spare", thousands((-over) as usize))
+        format!("fits, {} spare", thousands(unsigned(-over)))
     }
 }
 
@@ -185,7 +186,7 @@ impl Trace {
             format!(
                 "        total {}   {}",
                 thousands(self.start_total),
-                over_text(self.start_total as i64 - self.ceiling as i64)
+                over_text(signed(self.start_total) - signed(self.ceiling))
             ),
         );
         for (label, size, cap) in &self.caps {
@@ -225,15 +226,13 @@ impl Trace {
                 line(
                     &mut out,
                     format!(
-                        "   {:>lw$}  −{:>dw$}   {} {:>6}   total {:>6}   {}{verb}",
-                        r.label,
-                        thousands(r.delta),
+                        "   {}  −{}   {} {}   total {}   {}{verb}",
+                        pad_left(&r.label, label_w),
+                        pad_left(&thousands(r.delta), delta_w),
                         self.labels[r.layer.index()],
-                        thousands(r.layer_after),
-                        thousands(r.total_after),
+                        pad_left(&thousands(r.layer_after), 6),
+                        pad_left(&thousands(r.total_after), 6),
                         over_text(r.over_after),
-                        lw = label_w,
-                        dw = delta_w,
                     ),
                 );
             }

@@ -9,7 +9,7 @@ mod huggingface;
 pub mod join;
 mod tiktoken;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
@@ -34,12 +34,13 @@ pub enum Engine {
 pub struct TokenCounter {
     engine: Engine,
     cache: CountCache,
-    id: u32,
+    id: u64,
 }
 
 /// A process-unique id per counter, so a segment can remember which counter its count came from.
-pub fn next_counter_id() -> u32 {
-    static NEXT: AtomicU32 = AtomicU32::new(1);
+/// 64 bits: at a billion counters a second it would take centuries to wrap.
+pub fn next_counter_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -48,7 +49,7 @@ impl TokenCounter {
         Self { engine, cache: CountCache::new(cache_capacity), id: next_counter_id() }
     }
 
-    pub fn id(&self) -> u32 {
+    pub fn id(&self) -> u64 {
         self.id
     }
 

@@ -38,7 +38,7 @@ pub(super) fn lock<'a>(py: Python<'_>, m: &'a Mutex<State>) -> MutexGuard<'a, St
 }
 
 impl ContextWindow {
-    pub(super) fn counter_id(&self, py: Python<'_>) -> u32 {
+    pub(super) fn counter_id(&self, py: Python<'_>) -> u64 {
         self.tokenizer.bind(py).get().counter_id()
     }
 
