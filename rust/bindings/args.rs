@@ -7,12 +7,25 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 
 use super::errors::{ArgumentTypeError, InvalidArgumentError, TextEncodingError};
+use crate::limits::check_count;
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// A short, safe picture of a value for an error message: its repr cut to 60 characters, or its
+/// type when even that fails (an int of 5,000 digits has no str()).
+#[cold]
+pub fn preview(obj: &Bound<'_, PyAny>) -> String {
+    const MAX: usize = 60;
+    match obj.repr().and_then(|r| r.to_str().map(str::to_string)) {
+        Ok(r) if r.chars().count() <= MAX => r,
+        Ok(r) => format!("{}…", r.chars().take(MAX).collect::<String>()),
+        Err(_) => format!("a {} that cannot be shown", type_name(obj)),
+    }
 }
 
 #[cold]
@@ -132,7 +145,7 @@ pub fn limit_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
         return Err(wrong_type(obj, arg, "int"));
     }
     if obj.lt(0)? {
-        return Err(InvalidArgumentError::new_err(format!("argument '{arg}' must be >= 0, got {obj}")));
+        return Err(InvalidArgumentError::new_err(format!("argument '{arg}' must be >= 0, got {}", preview(obj))));
     }
     Ok(obj.extract::<usize>().unwrap_or(usize::MAX))
 }
@@ -156,6 +169,14 @@ pub fn opt_count(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<u
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
         Some(o) => count_arg(o, arg).map(Some),
+    }
+}
+
+/// An optional token count: a non-negative int no larger than `limits::MAX_COUNT`.
+pub fn opt_tokens(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<usize>> {
+    match opt_count(obj, arg)? {
+        Some(n) => Ok(Some(check_count(n, &format!("argument '{arg}'"))?)),
+        None => Ok(None),
     }
 }
 

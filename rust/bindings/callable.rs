@@ -10,6 +10,8 @@ use super::errors::CounterError;
 use crate::cache::CountCache;
 use crate::engine::TokenSource;
 use crate::error::{CtxError, CtxResult};
+use crate::fmt::thousands;
+use crate::limits::MAX_COUNT;
 
 /// One call of the user's counter, checked: an int >= 0, or a `CounterError` naming what came back.
 pub fn call_counter(py: Python<'_>, func: &Py<PyAny>, text: &str) -> PyResult<usize> {
@@ -23,12 +25,17 @@ pub fn call_counter(py: Python<'_>, func: &Py<PyAny>, text: &str) -> PyResult<us
         err
     })?;
     let out = out.bind(py);
-    let shown = || out.repr().map(|r| r.to_string()).unwrap_or_default();
+    let shown = || super::args::preview(out);
     if out.is_instance_of::<PyBool>() || !out.is_instance_of::<PyInt>() {
         return Err(CounterError::new_err(format!("the counting callable must return an int >= 0, it returned {}", shown())));
     }
     match out.extract::<u64>().ok().and_then(|n| usize::try_from(n).ok()) {
-        Some(n) => Ok(n),
+        Some(n) if n <= MAX_COUNT => Ok(n),
+        Some(_) => Err(CounterError::new_err(format!(
+            "the counting callable returned {}, above the largest count ctxfast accepts ({})",
+            shown(),
+            thousands(MAX_COUNT)
+        ))),
         None => Err(CounterError::new_err(format!("the counting callable must return an int >= 0, it returned {}", shown()))),
     }
 }

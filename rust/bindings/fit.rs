@@ -27,7 +27,7 @@ pub fn fit(
     separator: Option<&Bound<'_, PyAny>>,
     framing: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Fit> {
-    let framing = args::opt_count(framing, "framing")?.unwrap_or(0);
+    let framing = args::opt_tokens(framing, "framing")?.unwrap_or(0);
     let segs = segments_arg(segments, "segments")?;
     if segs.is_empty() {
         return Err(InvalidArgumentError::new_err("argument 'segments' is empty: there is no request to fit"));

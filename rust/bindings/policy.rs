@@ -8,6 +8,7 @@ use super::args;
 use super::errors::{file_error, FileKind, InvalidArgumentError};
 use super::layer::PromptLayer;
 use crate::engine::{policy_format, presets, Policy as CorePolicy};
+use crate::limits::MAX_DEPTH;
 
 /// A written, reviewable order of sacrifice: ordered rungs plus the protected set.
 #[pyclass(frozen, module = "ctxfast._core", name = "Policy")]
@@ -16,8 +17,14 @@ pub struct Policy {
     pub inner: CorePolicy,
 }
 
-/// A dict / list / scalar tree from Python, as JSON-shaped data for the one policy parser.
-fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
+/// A dict / list / scalar tree from Python, as JSON-shaped data for the one policy parser. Nesting
+/// deeper than `MAX_DEPTH` (or a dict that contains itself) is refused, naming where.
+fn to_value(obj: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(InvalidArgumentError::new_err(format!(
+            "policy {path}: nested more than {MAX_DEPTH} levels deep (does a dict or list contain itself?)"
+        )));
+    }
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -50,14 +57,14 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
                 Err(_) => k.extract::<String>().map_err(|_| args::wrong_type(&k, &format!("policy {path} key"), "str"))?,
             };
             let p = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-            m.insert(key, to_value(&v, &p)?);
+            m.insert(key, to_value(&v, &p, depth + 1)?);
         }
         return Ok(Value::Object(m));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyFrozenSet>() {
         let mut out = Vec::new();
         for (i, item) in obj.try_iter()?.enumerate() {
-            out.push(to_value(&item?, &format!("{path}[{i}]"))?);
+            out.push(to_value(&item?, &format!("{path}[{i}]"), depth + 1)?);
         }
         return Ok(Value::Array(out));
     }
@@ -156,7 +163,7 @@ impl Policy {
         if !d.is_instance_of::<PyDict>() {
             return Err(args::wrong_type(d, "d", "dict"));
         }
-        let v = to_value(d, "")?;
+        let v = to_value(d, "", 0)?;
         let (name, inner) = policy_format::from_value(&v)?;
         Ok(Self { name, inner })
     }

@@ -7,6 +7,7 @@ use super::args;
 use super::errors::InvalidArgumentError;
 use super::gil::{self, Work};
 use crate::engine::rank;
+use crate::limits::MAX_COUNT;
 
 /// For callers with their own structures: the indices to evict, in rank order (recoverable
 /// first, stale first, lowest relevance first, largest first), to free at least `deficit` tokens.
@@ -21,16 +22,38 @@ pub fn evict_indices<'py>(
     deficit: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let np = py.import("numpy")?;
+    // Contiguous copies where needed (a strided view has no slice), one dimension only.
     let as_array = |obj: &Bound<'py, PyAny>, name: &str, dtype: &str| -> PyResult<Bound<'py, PyAny>> {
         let arr = np
-            .call_method1("asarray", (obj, dtype))
+            .call_method1("ascontiguousarray", (obj, dtype))
             .map_err(|_| args::wrong_type(obj, name, &format!("a 1-d array of {dtype}")))?;
         if arr.getattr("ndim")?.extract::<usize>()? != 1 {
             return Err(InvalidArgumentError::new_err(format!("argument '{name}' must be 1-dimensional")));
         }
         Ok(arr)
     };
-    let t = as_array(tokens, "tokens", "int64")?;
+    // Token counts must be whole numbers in range before any cast: a float array would be
+    // truncated and a uint64 past 2**63 would wrap negative.
+    let raw = np.call_method1("asarray", (tokens,)).map_err(|_| args::wrong_type(tokens, "tokens", "a 1-d array of int"))?;
+    let kind: String = raw.getattr("dtype")?.getattr("kind")?.extract()?;
+    if kind != "i" && kind != "u" {
+        return Err(args::wrong_type(tokens, "tokens", "a 1-d array of int"));
+    }
+    if raw.getattr("size")?.extract::<usize>()? > 0 {
+        let at = |f: &str| -> PyResult<(usize, Bound<'py, PyAny>)> {
+            let i: usize = raw.call_method0(f)?.extract()?;
+            Ok((i, raw.get_item(i)?))
+        };
+        let (i, low) = at("argmin")?;
+        if low.lt(0)? {
+            return Err(InvalidArgumentError::new_err(format!("tokens[{i}] must be >= 0, got {low}")));
+        }
+        let (i, high) = at("argmax")?;
+        if high.gt(MAX_COUNT)? {
+            return Err(InvalidArgumentError::new_err(format!("tokens[{i}] is {high}, above the largest count ctxfast accepts")));
+        }
+    }
+    let t = as_array(&raw, "tokens", "int64")?;
     let t = t.cast::<PyArray1<i64>>()?.readonly();
     let rec = as_array(recoverable, "recoverable", "bool")?;
     let rec = rec.cast::<PyArray1<bool>>()?.readonly();

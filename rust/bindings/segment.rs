@@ -155,13 +155,13 @@ impl Segment {
             Some(l) if !l.is_none() => layer_arg(l, "layer")?,
             _ => Layer::Conversation,
         };
-        let tokens = args::opt_count(tokens, "tokens")?;
+        let tokens = args::opt_tokens(tokens, "tokens")?;
         let level = match level {
             Some(l) if !l.is_none() => {
                 if l.is_instance_of::<PyBool>() || !l.is_instance_of::<PyInt>() {
                     return Err(args::wrong_type(l, "level", "int or None"));
                 }
-                Some(l.extract::<i64>()?)
+                Some(l.extract::<i64>().map_err(|_| InvalidArgumentError::new_err(format!("argument 'level' is out of range: {}", args::preview(l))))?)
             }
             _ => None,
         };

@@ -4,12 +4,16 @@ use crate::error::{CtxError, CtxResult};
 
 pub const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
 
+/// The smallest ratio accepted: with it, no text that fits in memory can count past
+/// `limits::MAX_COUNT` (that would take 2.8 × 10¹¹ characters).
+pub const MIN_CHARS_PER_TOKEN: f64 = 1e-3;
+
 pub fn validate(chars_per_token: f64) -> CtxResult<()> {
-    if chars_per_token.is_finite() && chars_per_token > 0.0 {
+    if chars_per_token.is_finite() && chars_per_token >= MIN_CHARS_PER_TOKEN {
         Ok(())
     } else {
         Err(CtxError::invalid(format!(
-            "chars_per_token must be a finite number > 0, got {chars_per_token}"
+            "chars_per_token must be a finite number >= {MIN_CHARS_PER_TOKEN}, got {chars_per_token}"
         )))
     }
 }

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap as HashMap;
+
 use super::ledger::{Cause, Status};
 use super::{Changes, Entry, Removed, Window, WindowFit};
 use crate::engine::{self, Budget, FitOutcome, Kept, SegmentData, Taken, Target, TokenSource};
@@ -13,7 +15,11 @@ impl Window {
     pub fn fit(&mut self, counter: &dyn TokenSource) -> CtxResult<WindowFit> {
         let ids: Vec<u64> = self.entries.iter().map(|e| e.id).collect();
         let segs: Vec<&SegmentData> = self.entries.iter().map(|e| e.seg.as_ref()).collect();
-        let counts: Vec<usize> = self.entries.iter().map(|e| e.tokens).collect();
+        // A deferred rewrite lands as this fit returns: what will be held is the larger of the
+        // original and its surrogate, so that is what the ladder must fit.
+        let landing: HashMap<u64, usize> = self.pending.iter().map(|p| (p.id, p.tokens)).collect();
+        let counts: Vec<usize> =
+            self.entries.iter().map(|e| landing.get(&e.id).map_or(e.tokens, |&t| t.max(e.tokens))).collect();
         let budget = Budget::new(self.limit, self.reserve, [None; 8])?;
         let held = self.held_tokens();
         // Hysteresis: once eviction has to fire, go down to the watermark so the next turns
@@ -66,65 +72,89 @@ impl Window {
         Ok(WindowFit { outcome, ids, changes, stable_prefix_tokens: self.stable_prefix_tokens })
     }
 
+    /// Maps a fit's outcome onto the entries in one pass over them (indices in `out` are places
+    /// in `ids`, the entries as the ladder saw them), so a fit stays linear in what is held.
     fn apply(&mut self, ids: &[u64], out: &FitOutcome, changes: &mut Changes) -> CtxResult<()> {
+        if ids.len() != self.entries.len() {
+            return Err(CtxError::State("the window changed during its own fit".into()));
+        }
+        let mut slots: Vec<Option<Entry>> = std::mem::take(&mut self.entries).into_iter().map(Some).collect();
         // Digests first (their members are in the removals too, as "digest"). The entry each
-        // becomes is remembered, so a later rung dropping that digest removes exactly it.
-        let mut digest_entry: Vec<Option<u64>> = vec![None; out.digests.len()];
+        // becomes is kept aside, so a later rung dropping that digest removes exactly it.
+        let mut digest_entries: Vec<Option<Entry>> = Vec::with_capacity(out.digests.len());
+        let mut digest_at: Vec<Option<usize>> = vec![None; slots.len()];
         for (d, rec) in out.digests.iter().enumerate() {
-            let member_ids: Vec<u64> = rec.members.iter().map(|&m| ids[m]).collect();
-            let Some(first) = member_ids.first().and_then(|&id| self.position(id)) else { continue };
+            let first = rec.members.first().and_then(|&m| slots.get(m)).and_then(Option::as_ref);
+            let Some(first) = first else {
+                digest_entries.push(None);
+                continue;
+            };
             let mut data = SegmentData::new(rec.text.clone(), rec.layer);
-            data.group = self.entries[first].seg.group.clone();
-            let source = self.entries[first].seg.key.clone();
+            data.group = first.seg.group.clone();
+            let provenance = (first.seg.key.clone(), "digest".to_string());
+            let new = self.new_entry(Arc::new(data), rec.tokens, Some(provenance.clone()));
+            self.totals.surrogates_added += rec.tokens as u64;
             self.counters.digests += 1;
-            digest_entry[d] = self
-                .replace_with_surrogate(&member_ids, data, rec.tokens, Cause::Digest(rec.rung), (source, "digest".into()), changes)
-                .map(|e| e.id);
+            for &m in &rec.members {
+                if let Some(e) = slots.get_mut(m).and_then(Option::take) {
+                    self.record_rewritten(e, Cause::Digest(rec.rung), rec.tokens, &provenance.1, changes);
+                }
+            }
+            changes.upserted.push(new.clone());
+            digest_at[rec.members[0]] = Some(d);
+            digest_entries.push(Some(new));
         }
         for r in &out.removals {
-            match (r.target, r.action) {
-                (Target::Segment(i), Taken::Drop) => {
-                    self.counters.evictions += 1;
-                    self.evict(ids[i], Cause::Rung(r.rung), changes);
-                }
+            let gone = match (r.target, r.action) {
+                (Target::Segment(i), Taken::Drop) => slots.get_mut(i).and_then(Option::take),
                 // A digest made and dropped in the same fit: the surrogate leaves.
-                (Target::Digest(d), Taken::Drop) => {
-                    if let Some(id) = digest_entry.get(d).copied().flatten() {
-                        self.counters.evictions += 1;
-                        self.evict(id, Cause::Rung(r.rung), changes);
-                    }
+                (Target::Digest(d), Taken::Drop) => digest_entries.get_mut(d).and_then(Option::take),
+                (_, Taken::Digest) => None,
+            };
+            if let Some(e) = gone {
+                self.counters.evictions += 1;
+                self.record_eviction(e, Cause::Rung(r.rung), changes);
+            }
+        }
+        let mut shortened: Vec<Option<&str>> = vec![None; slots.len()];
+        for k in &out.kept {
+            if let Kept::Truncated { index, text, .. } = k {
+                if let Some(slot) = shortened.get_mut(*index) {
+                    *slot = Some(text.as_str());
                 }
-                (_, Taken::Digest) => {}
             }
         }
         for t in &out.truncations {
-            let id = ids[t.index];
-            let Some(pos) = self.position(id) else { continue };
-            let text = match out.kept.iter().find_map(|k| match k {
-                Kept::Truncated { index, text, .. } if *index == t.index => Some(text.clone()),
-                _ => None,
-            }) {
-                Some(text) => text,
-                None => continue,
-            };
-            let e = &mut self.entries[pos];
+            let (Some(Some(e)), Some(Some(text))) = (slots.get_mut(t.index), shortened.get(t.index)) else { continue };
             let before = e.tokens;
             let mut data = (*e.seg).clone();
-            data.text = text;
+            data.text = text.to_string();
             data.tokens = None;
             e.seg = Arc::new(data);
             e.tokens = t.after;
             e.version += 1;
             let key = e.seg.key.clone();
-            let updated = e.clone();
-            self.totals.truncated_away += (before - t.after) as u64;
+            changes.upserted.push(e.clone());
+            self.totals.truncated_away += before.saturating_sub(t.after) as u64;
             self.counters.truncations += 1;
             if let Some(k) = key {
                 let orig = self.why.get(&k).map(|w| w.tokens_before).unwrap_or(before);
                 self.set_why(&k, Status::Truncated, Some(Cause::Rung(t.rung)), orig, t.after, None);
             }
-            changes.upserted.push(updated);
         }
+        // Rebuild in order: a digest stands where its exchange began.
+        let mut entries = Vec::with_capacity(slots.len());
+        for (i, slot) in slots.into_iter().enumerate() {
+            if let Some(d) = digest_at[i] {
+                if let Some(e) = digest_entries.get_mut(d).and_then(Option::take) {
+                    entries.push(e);
+                }
+            }
+            if let Some(e) = slot {
+                entries.push(e);
+            }
+        }
+        self.entries = entries;
         Ok(())
     }
 
@@ -132,6 +162,12 @@ impl Window {
     pub(super) fn evict(&mut self, id: u64, cause: Cause, changes: &mut Changes) {
         let Some(pos) = self.position(id) else { return };
         let e = self.entries.remove(pos);
+        self.record_eviction(e, cause, changes);
+    }
+
+    /// The ledger's side of an eviction: totals, the freed key, its `why`, the change list.
+    fn record_eviction(&mut self, e: Entry, cause: Cause, changes: &mut Changes) {
+        let id = e.id;
         self.pending.retain(|p| p.id != id);
         let status = if e.seg.recoverable { Status::EvictedRecoverable } else { Status::EvictedDispensable };
         if e.seg.recoverable {
@@ -169,14 +205,19 @@ impl Window {
         self.entries.insert(at, new.clone());
         self.totals.surrogates_added += tokens as u64;
         for e in removed {
-            self.totals.rewritten_away += e.tokens as u64;
-            if let Some(k) = &e.seg.key {
-                self.held_keys.remove(k);
-                self.set_why(k, Status::Rewritten, Some(cause), e.tokens, tokens, Some(provenance.1.clone()));
-            }
-            changes.removed.push(Removed { entry: e, cause });
+            self.record_rewritten(e, cause, tokens, &provenance.1, changes);
         }
         changes.upserted.push(new.clone());
         Some(new)
+    }
+
+    /// The ledger's side of a rewrite: the original's tokens go to `rewritten_away`.
+    fn record_rewritten(&mut self, e: Entry, cause: Cause, surrogate_tokens: usize, by: &str, changes: &mut Changes) {
+        self.totals.rewritten_away += e.tokens as u64;
+        if let Some(k) = &e.seg.key {
+            self.held_keys.remove(k);
+            self.set_why(k, Status::Rewritten, Some(cause), e.tokens, surrogate_tokens, Some(by.to_string()));
+        }
+        changes.removed.push(Removed { entry: e, cause });
     }
 }

@@ -117,11 +117,12 @@ pub struct Totals {
 }
 
 impl Totals {
-    pub fn removed(&self) -> u64 {
-        self.evicted_recoverable + self.evicted_dispensable + self.rewritten_away + self.truncated_away
+    /// Every token taken out, whichever way. Wide, so a corrupt saved state cannot overflow it.
+    pub fn removed(&self) -> u128 {
+        [self.evicted_recoverable, self.evicted_dispensable, self.rewritten_away, self.truncated_away].iter().map(|&n| u128::from(n)).sum()
     }
 
     pub fn balances(&self, held: u64) -> bool {
-        self.admitted + self.surrogates_added == held + self.removed()
+        u128::from(self.admitted) + u128::from(self.surrogates_added) == u128::from(held) + self.removed()
     }
 }

@@ -10,6 +10,7 @@
 mod apply;
 mod edit;
 pub mod ledger;
+mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{policy_format, Budget, FitOutcome, Layer, Policy, SegmentData};
 use crate::error::{CtxError, CtxResult};
+use crate::limits::{add_total, check_count, checked_total};
 use ledger::{Cause, Counters, Status, Totals, Why};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -110,6 +112,10 @@ mod policy_serde {
         policy_format::from_value(&v).map(|(_, p)| p).map_err(serde::de::Error::custom)
     }
 }
+
+/// The most tokens one window's ledger counts over its lifetime: its totals are `u64` and stay
+/// below this, so they never wrap and always balance.
+const LIFETIME_MAX: u64 = 1 << 63;
 
 fn unknown(key: &str) -> CtxError {
     CtxError::UnknownKey(format!("no segment with key {key:?} is held by this window"))
@@ -235,14 +241,29 @@ impl Window {
         }
     }
 
-    /// Admits a counted segment; a key already held (in any layer) is refused.
-    pub fn admit(&mut self, seg: Arc<SegmentData>, tokens: usize) -> Admit {
+    /// Whether segments of these counts can all be admitted without passing a limit.
+    pub fn can_admit(&self, counts: &[usize]) -> CtxResult<()> {
+        for &n in counts {
+            check_count(n, "the segment's count")?;
+        }
+        let adding = checked_total(counts.iter().copied(), "the segments admitted")?;
+        add_total(self.held_tokens(), adding, "what the window would hold")?;
+        if self.totals.admitted.checked_add(adding as u64).is_none_or(|t| t > LIFETIME_MAX) {
+            return Err(CtxError::invalid("this window has admitted 2^63 tokens in its lifetime; start a new one"));
+        }
+        Ok(())
+    }
+
+    /// Admits a counted segment; a key already held (in any layer) is refused. A count over the
+    /// limits, or one that would take what is held past `MAX_TOTAL`, is an error and changes nothing.
+    pub fn admit(&mut self, seg: Arc<SegmentData>, tokens: usize) -> CtxResult<Admit> {
         if let Some(k) = &seg.key {
             if self.held_keys.contains_key(k) {
                 self.counters.refused_duplicates += 1;
-                return Admit::Duplicate;
+                return Ok(Admit::Duplicate);
             }
         }
+        self.can_admit(&[tokens])?;
         // One current turn at a time: the previous one becomes conversation, in its group.
         let mut demoted = None;
         if seg.layer == Layer::CurrentTurn {
@@ -285,15 +306,18 @@ impl Window {
         self.counters.admitted += 1;
         self.totals.admitted += tokens as u64;
         self.entries.push(entry);
-        Admit::Admitted { id, demoted }
+        Ok(Admit::Admitted { id, demoted })
     }
 
     pub fn to_json(&self) -> CtxResult<Vec<u8>> {
         serde_json::to_vec(self).map_err(|e| CtxError::State(format!("cannot serialise window: {e}")))
     }
 
+    /// A saved state, refused unless it is one a window could have reached (see `validate`).
     pub fn from_json(bytes: &[u8]) -> CtxResult<Self> {
-        serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))
+        let w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
+        w.validate()?;
+        Ok(w)
     }
 }
 

@@ -17,7 +17,7 @@ fn words(n: usize) -> String {
 
 fn admit(w: &mut Window, text: &str, layer: Layer, key: Option<&str>, score: f64) -> bool {
     let n = Words.count(text).unwrap();
-    matches!(w.admit(seg(text, layer, key, score), n), Admit::Admitted { .. })
+    matches!(w.admit(seg(text, layer, key, score), n), Ok(Admit::Admitted { .. }))
 }
 
 fn window(limit: usize) -> Window {
@@ -75,7 +75,7 @@ fn a_new_current_turn_demotes_the_previous_one() {
     admit(&mut w, "first question", Layer::CurrentTurn, Some("q1"), 0.0);
     let n = 2;
     match w.admit(seg("second question", Layer::CurrentTurn, Some("q2"), 0.0), n) {
-        Admit::Admitted { demoted: Some(e), .. } => assert_eq!(e.seg.layer, Layer::Conversation),
+        Ok(Admit::Admitted { demoted: Some(e), .. }) => assert_eq!(e.seg.layer, Layer::Conversation),
         _ => panic!("expected a demotion"),
     }
     let current: Vec<_> = w.entries().iter().filter(|e| e.seg.layer == Layer::CurrentTurn).collect();
@@ -117,7 +117,7 @@ fn discard_and_mark_stale() {
     let mut rec = SegmentData::new(words(10), Layer::Retrieved);
     rec.key = Some("doc".into());
     rec.recoverable = true;
-    w.admit(Arc::new(rec), 10);
+    w.admit(Arc::new(rec), 10).unwrap();
     w.discard("doc").unwrap();
     assert_eq!(w.why("doc").unwrap().status, Status::EvictedRecoverable);
     assert_eq!(w.why("doc").unwrap().rung.as_deref(), Some("discard"));
@@ -176,8 +176,8 @@ fn a_digest_dropped_in_the_same_fit_leaves_exactly_itself() {
         let mut result = SegmentData::new(vec!["w"; 60].join("\n"), Layer::ToolResult);
         result.group = Some(g.into());
         result.key = Some(format!("{g}.result"));
-        w.admit(Arc::new(call), 1);
-        w.admit(Arc::new(result), 60);
+        w.admit(Arc::new(call), 1).unwrap();
+        w.admit(Arc::new(result), 60).unwrap();
     }
     let out = w.fit(&Words).ok().unwrap();
     let kinds: Vec<(Cause, bool)> = out.changes.removed.iter().map(|r| (r.cause, r.entry.provenance.is_some())).collect();

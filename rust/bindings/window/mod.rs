@@ -14,7 +14,6 @@ mod state;
 
 use std::collections::HashMap;
 
-use parking_lot::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -30,7 +29,7 @@ use super::tokenizer::Tokenizer;
 use crate::window::{Changes, Rewrite, Window};
 pub use ledger::{WindowLedger, Why};
 pub use state::ContextWindow;
-use state::{lock, State};
+use state::{lock, Guarded, State};
 
 #[pymethods]
 impl ContextWindow {
@@ -56,7 +55,7 @@ impl ContextWindow {
         let core = Window::new(limit, reserve, p.inner.clone(), p.name.clone(), wm)?;
         Ok(Self {
             tokenizer: tok.unbind(),
-            state: Mutex::new(State { core, objects: HashMap::new(), last_fit: None }),
+            state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }),
         })
     }
 
@@ -66,7 +65,7 @@ impl ContextWindow {
         let py = segment.py();
         let seg = segment.cast::<Segment>().map_err(|_| args::wrong_type(segment, "segment", "Segment"))?;
         let counts = settle_counts(py, self.tokenizer.bind(py).get(), std::slice::from_ref(seg))?;
-        let mut st = lock(py, &self.state);
+        let mut st = lock(py, &self.state)?;
         self.admit_one(py, &mut st, seg, counts[0])
     }
 
@@ -75,13 +74,15 @@ impl ContextWindow {
         let py = segments.py();
         let segs = segments_arg(segments, "segments")?;
         let counts = settle_counts(py, self.tokenizer.bind(py).get(), &segs)?;
-        let mut st = lock(py, &self.state);
+        let mut st = lock(py, &self.state)?;
+        // All or nothing: a turn that would pass the limits is refused before any of it is held.
+        st.core.can_admit(&counts)?;
         segs.iter().zip(counts).map(|(s, n)| self.admit_one(py, &mut st, s, n)).collect()
     }
 
     /// Evicts until what is held fits; returns what left, in eviction order.
     fn fit(&self, py: Python<'_>) -> PyResult<Vec<Py<Segment>>> {
-        let mut guard = lock(py, &self.state);
+        let mut guard = lock(py, &self.state)?;
         let st = &mut *guard;
         let snapshot = Self::snapshot(py, st)?;
         let tok = self.tokenizer.bind(py).get();
@@ -99,7 +100,7 @@ impl ContextWindow {
     fn texts(&self, layer: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         let py = layer.py();
         let l = layer_arg(layer, "layer")?;
-        let st = lock(py, &self.state);
+        let st = lock(py, &self.state)?;
         Ok(st.core.entries().iter().filter(|e| e.seg.layer == l).map(|e| e.seg.text.clone()).collect())
     }
 
@@ -110,7 +111,7 @@ impl ContextWindow {
             Some(l) if !l.is_none() => Some(layer_arg(l, "layer")?),
             _ => None,
         };
-        let st = lock(py, &self.state);
+        let st = lock(py, &self.state)?;
         Ok(st
             .core
             .entries()
@@ -122,41 +123,41 @@ impl ContextWindow {
 
     /// Tokens held now.
     #[getter]
-    fn tokens(&self, py: Python<'_>) -> usize {
-        lock(py, &self.state).core.held_tokens()
+    fn tokens(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(lock(py, &self.state)?.core.held_tokens())
     }
 
     #[getter]
-    fn last_fit(&self, py: Python<'_>) -> Option<Py<Fit>> {
-        lock(py, &self.state).last_fit.as_ref().map(|f| f.clone_ref(py))
+    fn last_fit(&self, py: Python<'_>) -> PyResult<Option<Py<Fit>>> {
+        Ok(lock(py, &self.state)?.last_fit.as_ref().map(|f| f.clone_ref(py)))
     }
 
     /// Why `key` is held or absent: status, cycle, rung, tokens before/after.
     fn why(&self, key: &Bound<'_, PyAny>) -> PyResult<Why> {
         let py = key.py();
         let k = args::text(key, "key")?;
-        let st = lock(py, &self.state);
+        let st = lock(py, &self.state)?;
         Ok(st.core.why(k).map(Why::from)?)
     }
 
     /// Every key ever admitted, with its current answer.
-    fn ledger_entries(&self, py: Python<'_>) -> Vec<Why> {
-        let st = lock(py, &self.state);
+    fn ledger_entries(&self, py: Python<'_>) -> PyResult<Vec<Why>> {
+        let st = lock(py, &self.state)?;
         let mut all: Vec<Why> = st.core.whys().map(Why::from).collect();
         all.sort_by(|a, b| a.key.cmp(&b.key));
-        all
+        Ok(all)
     }
 
     #[getter]
-    fn ledger(&self, py: Python<'_>) -> WindowLedger {
-        WindowLedger::from(&lock(py, &self.state).core)
+    fn ledger(&self, py: Python<'_>) -> PyResult<WindowLedger> {
+        Ok(WindowLedger::from(&lock(py, &self.state)?.core))
     }
 
     /// Removes a held segment now (recorded like an eviction, key freed); returns it.
     fn discard(&self, key: &Bound<'_, PyAny>) -> PyResult<Py<Segment>> {
         let py = key.py();
         let k = args::text(key, "key")?;
-        let mut st = lock(py, &self.state);
+        let mut st = lock(py, &self.state)?;
         let changes = st.core.discard(k)?;
         let gone = self.mirror(py, &mut st, changes)?;
         gone.into_iter().next().map(|(o, _)| o).ok_or_else(|| UnknownKeyError::new_err(k.to_string()))
@@ -166,7 +167,7 @@ impl ContextWindow {
     fn mark_stale(&self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = key.py();
         let k = args::text(key, "key")?;
-        let mut st = lock(py, &self.state);
+        let mut st = lock(py, &self.state)?;
         let e = st.core.mark_stale(k)?;
         let changes = Changes { removed: Vec::new(), upserted: vec![e] };
         self.mirror(py, &mut st, changes)?;
@@ -187,7 +188,7 @@ impl ContextWindow {
         };
         let tagged = Window::surrogate_text(k, prov.unwrap_or(""), text);
         let n = self.count_text(py, &tagged)?;
-        let mut st = lock(py, &self.state);
+        let mut st = lock(py, &self.state)?;
         match st.core.rewrite(k, tagged, n, prov) {
             Ok(Rewrite::Deferred) => Ok(false),
             Ok(Rewrite::Applied(changes)) => {
@@ -203,11 +204,11 @@ impl ContextWindow {
         let py = key.py();
         let k = args::text(key, "key")?;
         let (ids, text) = {
-            let st = lock(py, &self.state);
+            let st = lock(py, &self.state)?;
             st.core.digest_text_for(k)?
         };
         let n = self.count_text(py, &text)?;
-        let mut st = lock(py, &self.state);
+        let mut st = lock(py, &self.state)?;
         let changes = st.core.digest(k, &ids, text, n)?;
         let new_id = changes.upserted.first().map(|e| e.id);
         self.mirror(py, &mut st, changes)?;
@@ -219,40 +220,40 @@ impl ContextWindow {
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = key.py();
         let k = args::text(key, "key")?;
-        Ok(lock(py, &self.state).core.holds(k))
+        Ok(lock(py, &self.state)?.core.holds(k))
     }
 
-    fn __len__(&self, py: Python<'_>) -> usize {
-        lock(py, &self.state).core.entries().len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(lock(py, &self.state)?.core.entries().len())
     }
 
     #[getter]
-    fn limit_tokens(&self, py: Python<'_>) -> usize {
-        lock(py, &self.state).core.limit()
+    fn limit_tokens(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(lock(py, &self.state)?.core.limit())
     }
     #[getter]
-    fn reserve(&self, py: Python<'_>) -> usize {
-        lock(py, &self.state).core.reserve()
+    fn reserve(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(lock(py, &self.state)?.core.reserve())
     }
     #[getter]
-    fn ceiling(&self, py: Python<'_>) -> usize {
-        let st = lock(py, &self.state);
-        st.core.limit() - st.core.reserve()
+    fn ceiling(&self, py: Python<'_>) -> PyResult<usize> {
+        let st = lock(py, &self.state)?;
+        Ok(st.core.limit() - st.core.reserve())
     }
     #[getter]
-    fn low_watermark(&self, py: Python<'_>) -> Option<f64> {
-        lock(py, &self.state).core.low_watermark()
+    fn low_watermark(&self, py: Python<'_>) -> PyResult<Option<f64>> {
+        Ok(lock(py, &self.state)?.core.low_watermark())
     }
     /// Fits so far; a cycle is the admissions since the previous fit.
     #[getter]
-    fn cycle(&self, py: Python<'_>) -> u64 {
-        lock(py, &self.state).core.cycle()
+    fn cycle(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(lock(py, &self.state)?.core.cycle())
     }
     /// Tokens at the front of what is held that did not change since the previous fit: what a
     /// provider's prompt cache can reuse.
     #[getter]
-    fn stable_prefix_tokens(&self, py: Python<'_>) -> usize {
-        lock(py, &self.state).core.stable_prefix_tokens()
+    fn stable_prefix_tokens(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(lock(py, &self.state)?.core.stable_prefix_tokens())
     }
     #[getter]
     fn tokenizer(&self, py: Python<'_>) -> Py<Tokenizer> {
@@ -260,7 +261,7 @@ impl ContextWindow {
     }
     #[getter]
     fn policy(&self, py: Python<'_>) -> PyResult<Py<Policy>> {
-        let st = lock(py, &self.state);
+        let st = lock(py, &self.state)?;
         Py::new(py, Policy { name: st.core.policy_name().map(str::to_string), inner: st.core.policy().clone() })
     }
 
@@ -295,20 +296,20 @@ impl ContextWindow {
     }
 
     /// For the test suite: whether every held entry has its segment object (the fit relies on it).
-    fn _objects_cover_entries(&self, py: Python<'_>) -> bool {
-        let st = lock(py, &self.state);
-        st.core.entries().iter().all(|e| st.objects.contains_key(&e.id))
+    fn _objects_cover_entries(&self, py: Python<'_>) -> PyResult<bool> {
+        let st = lock(py, &self.state)?;
+        Ok(st.core.entries().iter().all(|e| st.objects.contains_key(&e.id)))
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let st = lock(py, &self.state);
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let st = lock(py, &self.state)?;
+        Ok(format!(
             "ContextWindow(limit_tokens={}, reserve={}, held={} segments / {} tokens, policy={})",
             st.core.limit(),
             st.core.reserve(),
             st.core.entries().len(),
             st.core.held_tokens(),
             st.core.policy_name().unwrap_or("custom")
-        )
+        ))
     }
 }

@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde::{Deserialize, Serialize};
@@ -16,7 +15,7 @@ use super::super::args;
 use super::super::counting::resolve_tokenizer;
 use super::super::errors::InvalidArgumentError;
 use super::super::tokenizer::Tokenizer;
-use super::state::{lock, ContextWindow, State};
+use super::state::{lock, ContextWindow, Guarded, State};
 use crate::window::Window;
 
 const FORMAT: &str = "ctxfast.ContextWindow/1";
@@ -39,7 +38,7 @@ fn not_saved(what: &str) -> PyErr {
 
 /// The core state as JSON bytes and the held segments' `meta` objects by entry id.
 pub(super) fn state_parts<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyDict>)> {
-    let st = lock(py, &w.state);
+    let st = lock(py, &w.state)?;
     let core_json = st.core.to_json()?;
     let metas = PyDict::new(py);
     for e in st.core.entries() {
@@ -53,16 +52,16 @@ pub(super) fn state_parts<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<(
 /// A window from its core state, with a segment object per held entry.
 pub(super) fn restore(py: Python<'_>, core_json: &[u8], metas: &Bound<'_, PyDict>, tokenizer: Bound<'_, Tokenizer>) -> PyResult<ContextWindow> {
     let core = Window::from_json(core_json)?;
-    let me = ContextWindow { tokenizer: tokenizer.unbind(), state: Mutex::new(State { core, objects: HashMap::new(), last_fit: None }) };
+    let me = ContextWindow { tokenizer: tokenizer.unbind(), state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }) };
     let mut objects = HashMap::new();
     {
-        let st = lock(py, &me.state);
+        let st = lock(py, &me.state)?;
         for e in st.core.entries() {
             let meta = metas.get_item(e.id)?.map(|m| m.unbind());
             objects.insert(e.id, me.object_for(py, e, meta)?);
         }
     }
-    lock(py, &me.state).objects = objects;
+    lock(py, &me.state)?.objects = objects;
     Ok(me)
 }
 

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use parking_lot::{Mutex, MutexGuard};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -26,15 +28,72 @@ pub(super) struct State {
 #[pyclass(frozen, module = "ctxfast._core", name = "ContextWindow")]
 pub struct ContextWindow {
     pub(super) tokenizer: Py<Tokenizer>,
-    pub(super) state: Mutex<State>,
+    pub(super) state: Guarded,
 }
 
-pub(super) fn lock<'a>(py: Python<'_>, m: &'a Mutex<State>) -> MutexGuard<'a, State> {
-    // Fast path: an uncontended lock needs no GIL hand-off.
-    if let Some(g) = m.try_lock() {
-        return g;
+/// The state behind its lock, with the thread that holds it: a user's counter running inside
+/// `fit()` that calls back into the same window would otherwise wait for itself forever.
+pub(super) struct Guarded {
+    state: Mutex<State>,
+    owner: AtomicU64,
+}
+
+impl Guarded {
+    pub(super) fn new(state: State) -> Self {
+        Self { state: Mutex::new(state), owner: AtomicU64::new(0) }
     }
-    py.detach(|| m.lock())
+}
+
+/// A held lock; the owner mark is cleared when it is dropped.
+pub(super) struct Locked<'a> {
+    guard: MutexGuard<'a, State>,
+    owner: &'a AtomicU64,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.owner.store(0, Ordering::Release);
+    }
+}
+
+/// This thread's id for the owner mark (never 0).
+fn this_thread() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local!(static ME: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
+    ME.with(|me| *me)
+}
+
+/// Takes the window's lock: at once when it is free, else waiting with the GIL released (so the
+/// holder, whose fit may run detached, can finish). A thread that already holds it (a counter
+/// re-entering its own window) gets an error instead of a deadlock.
+pub(super) fn lock<'a>(py: Python<'_>, g: &'a Guarded) -> PyResult<Locked<'a>> {
+    let guard = match g.state.try_lock() {
+        Some(guard) => guard,
+        None => {
+            if g.owner.load(Ordering::Acquire) == this_thread() {
+                return Err(InvalidArgumentError::new_err(
+                    "the window was called from inside its own fit() (by its counting callable); \
+                     a counter must not use the window it counts for",
+                ));
+            }
+            py.detach(|| g.state.lock())
+        }
+    };
+    g.owner.store(this_thread(), Ordering::Release);
+    Ok(Locked { guard, owner: &g.owner })
 }
 
 impl ContextWindow {
@@ -59,14 +118,18 @@ impl ContextWindow {
     /// Mirrors core changes on the Python objects; returns the objects that left, with why.
     pub(super) fn mirror(&self, py: Python<'_>, st: &mut State, changes: Changes) -> PyResult<Vec<(Py<Segment>, Cause)>> {
         let mut gone = Vec::new();
+        let mut left = std::collections::HashSet::with_capacity(changes.removed.len());
         for r in changes.removed {
+            left.insert(r.entry.id);
             let obj = match st.objects.remove(&r.entry.id) {
                 Some(o) => o,
                 None => self.object_for(py, &r.entry, None)?,
             };
             gone.push((obj, r.cause));
         }
-        for e in changes.upserted {
+        // An entry made and removed in the same change (a digest a later rung dropped) is not
+        // held: giving it an object would keep that object alive for the window's lifetime.
+        for e in changes.upserted.into_iter().filter(|e| !left.contains(&e.id)) {
             let meta = st.objects.get(&e.id).and_then(|o| o.bind(py).get().meta_ref(py));
             let obj = self.object_for(py, &e, meta)?;
             st.objects.insert(e.id, obj);
@@ -76,7 +139,7 @@ impl ContextWindow {
 
     pub(super) fn admit_one(&self, py: Python<'_>, st: &mut State, seg: &Bound<'_, Segment>, count: usize) -> PyResult<bool> {
         let data = seg.get().data.clone();
-        match st.core.admit(data, count) {
+        match st.core.admit(data, count)? {
             Admit::Duplicate => Ok(false),
             Admit::Admitted { id, demoted } => {
                 st.objects.insert(id, seg.clone().unbind());

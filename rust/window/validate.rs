@@ -1,0 +1,73 @@
+//! What a restored window must satisfy before it is used: the constructor's rules plus the
+//! state's own invariants. A state that breaks any of them is refused whole, with the reason;
+//! nothing is repaired silently.
+
+use std::collections::{HashMap, HashSet};
+
+use super::ledger::Status;
+use super::Window;
+use crate::engine::{Budget, Layer};
+use crate::error::{CtxError, CtxResult};
+use crate::limits::{check_count, checked_total};
+
+fn broken(what: impl std::fmt::Display) -> CtxError {
+    CtxError::State(format!("not a consistent saved ContextWindow: {what}"))
+}
+
+impl Window {
+    /// Every rule a window built by `new` and changed by its methods keeps.
+    pub(super) fn validate(&self) -> CtxResult<()> {
+        Budget::new(self.limit, self.reserve, [None; 8]).map_err(broken)?;
+        if let Some(w) = self.low_watermark {
+            if !(w > 0.0 && w <= 1.0) {
+                return Err(broken(format!("low_watermark {w} is outside (0, 1]")));
+            }
+        }
+        let mut ids = HashSet::with_capacity(self.entries.len());
+        let mut keys: HashMap<&str, u64> = HashMap::with_capacity(self.entries.len());
+        let mut current_turns = 0;
+        for (i, e) in self.entries.iter().enumerate() {
+            let at = format!("entries[{i}]");
+            if !ids.insert(e.id) {
+                return Err(broken(format!("{at}: id {} is used twice", e.id)));
+            }
+            if e.id == 0 || e.id >= self.next_id {
+                return Err(broken(format!("{at}: id {} is not below next_id {}", e.id, self.next_id)));
+            }
+            e.seg.validate().map_err(|err| broken(format!("{at}: {err}")))?;
+            check_count(e.tokens, "a held count").map_err(|err| broken(format!("{at}: {err}")))?;
+            if e.seg.layer == Layer::CurrentTurn {
+                current_turns += 1;
+            }
+            if let Some(k) = &e.seg.key {
+                if keys.insert(k.as_str(), e.id).is_some() {
+                    return Err(broken(format!("{at}: key {k:?} is held twice")));
+                }
+                match self.why.get(k) {
+                    Some(w) if matches!(w.status, Status::Held | Status::Truncated) => {}
+                    _ => return Err(broken(format!("{at}: key {k:?} is held but its ledger says otherwise"))),
+                }
+            }
+        }
+        if current_turns > 1 {
+            return Err(broken(format!("{current_turns} current turns are held; a window holds one")));
+        }
+        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(k.as_str()) != Some(id)) {
+            return Err(broken("held_keys does not match the held entries"));
+        }
+        if let Some((k, _)) = self.why.iter().find(|(k, w)| matches!(w.status, Status::Held | Status::Truncated) && !keys.contains_key(k.as_str())) {
+            return Err(broken(format!("the ledger says {k:?} is held, but no entry holds it")));
+        }
+        let held = checked_total(self.entries.iter().map(|e| e.tokens), "what the window holds").map_err(broken)?;
+        if !self.totals.balances(held as u64) {
+            return Err(broken("the ledger's token totals do not balance"));
+        }
+        for p in &self.pending {
+            let holds = self.entries.iter().any(|e| e.id == p.id && e.seg.key.as_deref() == Some(p.key.as_str()));
+            if !holds {
+                return Err(broken(format!("a deferred rewrite of {:?} refers to no held entry", p.key)));
+            }
+        }
+        Ok(())
+    }
+}
