@@ -165,7 +165,6 @@ def enc(tiktoken_o200k):
 
 @pytest.fixture(scope="module")
 def case(enc) -> dict[str, Any]:
-    pytest.importorskip("langchain_core")
     s = sess.generate(TURNS)
     dicts = s.dicts()
     from ctxfast.openai import fit_messages
