@@ -178,7 +178,6 @@ def test_many_threads_hammering_one_window(tokenizer, policy):
         t.join(timeout=120)
         assert not t.is_alive(), "a thread is stuck (deadlock?)"
     assert errors == [], errors[:5]
-    assert not any("borrow" in e[3].lower() for e in errors)
 
     led = w.ledger
     assert led.balanced
