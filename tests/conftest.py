@@ -7,12 +7,18 @@ The reference data (tiktoken's rank files, the public-domain corpora) is in the 
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import helpers
+# helpers.py and sessions.py sit beside this file; pytest's default import mode puts this folder
+# on sys.path, and this keeps them importable under --import-mode=importlib too.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import helpers  # noqa: E402
 
 # Before any test imports tiktoken: it reads the cache directory when it loads an encoding, but
 # setting it first leaves no moment in which a download could be attempted.

@@ -19,7 +19,7 @@ import os
 import random
 import string
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -214,11 +214,16 @@ VOCABULARY = (
 _PUNCTUATION = (".", ",", ";", ":")
 
 
-def words(n: int, rng: random.Random | None = None, *, punctuate: bool = False, tag: str = "w",
-          numbered: bool = True) -> str:
+def word_count(text: str) -> int:
+    """A tokenizer callable for tests whose arithmetic should be easy to read: one token a word."""
+    return len(text.split())
+
+
+def words(n: int, rng: random.Random | None = None, *, vocabulary: Sequence[str] = VOCABULARY,
+          punctuate: bool = False, tag: str = "w", numbered: bool = True) -> str:
     """``n`` words.
 
-    With ``rng``: a sentence of words drawn from ``VOCABULARY``, ending with ".";
+    With ``rng``: a sentence of words drawn from ``vocabulary``, ending with ".";
     ``punctuate=True`` capitalises the first word and puts ".,;:" after about one word in twelve.
 
     Without ``rng``, labels whose word count is the point (for word-count tokenizers):
@@ -229,10 +234,10 @@ def words(n: int, rng: random.Random | None = None, *, punctuate: bool = False, 
             return " ".join(f"{tag}{i}" for i in range(n))
         return " ".join([tag] + ["w"] * (n - 1)) if n > 0 else ""
     if not punctuate:
-        return " ".join(rng.choice(VOCABULARY) for _ in range(n)) + "."
+        return " ".join(rng.choice(vocabulary) for _ in range(n)) + "."
     out = []
     for i in range(n):
-        w = rng.choice(VOCABULARY)
+        w = rng.choice(vocabulary)
         out.append(w.capitalize() if i == 0 else w)
         if rng.random() < 0.08:
             out[-1] += rng.choice(_PUNCTUATION)

@@ -17,7 +17,7 @@ import pytest
 
 import ctxfast
 from ctxfast import ContextWindow, Policy, PromptLayer, Segment, Tokenizer
-from helpers import words
+from helpers import word_count, words
 
 L = PromptLayer
 ABSENT = {"evicted_recoverable", "evicted_dispensable", "rewritten"}
@@ -26,10 +26,6 @@ STATUSES = ABSENT | {"held", "truncated"}
 
 def seg(n: int, layer: PromptLayer = L.CONVERSATION, key: str | None = None, score: float = 0.0, **kw) -> Segment:
     return Segment(f"<{key or 'anon'} {n}>", layer, key, score, tokens=n, **kw)
-
-
-def word_count(text: str) -> int:
-    return len(text.split())
 
 
 def keys(segments) -> list[str | None]:

@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import ctxfast
 from ctxfast import ContextWindow, Policy, PromptLayer, Segment
-from helpers import words
+from helpers import word_count, words
 
 L = PromptLayer
 PROTECTED = {L.SYSTEM, L.TOOLS, L.PINNED, L.CURRENT_TURN}
@@ -33,10 +33,6 @@ DIGEST_POLICY = {
         {"name": "retrieval", "layers": ["retrieved"], "order": "lowest_score", "action": "drop"},
     ],
 }
-
-
-def word_count(text: str) -> int:
-    return len(text.split())
 
 
 def policy_for(name: str) -> Policy:

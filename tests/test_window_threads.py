@@ -17,20 +17,18 @@ import pytest
 
 import ctxfast
 from ctxfast import ContextWindow, Policy, PromptLayer, Segment
+from helpers import word_count, words
 
 L = PromptLayer
 THREADS = 8
 
+#: Words, emoji and code punctuation: the native tokenizer meets several kinds of piece at once.
 VOCAB = ("exporter timeout retry queue shipment lane carrier rate config pool drain canary window "
          "token budget policy café 日本語 🎉 def return {} [] 4500ms").split()
 
 
 def text(rng: random.Random, n: int, tag: str) -> str:
-    return f"[{tag}] " + " ".join(rng.choice(VOCAB) for _ in range(n))
-
-
-def word_count(s: str) -> int:
-    return len(s.split())
+    return f"[{tag}] " + words(n, rng, vocabulary=VOCAB)
 
 
 # ---- one window per conversation -----------------------------------------------------------------
