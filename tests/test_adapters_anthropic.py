@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxfast
-from ctxfast import ArgumentTypeError, Budget, CtxfastError, InvalidArgumentError, Tokenizer, Unfittable
+from ctxfast import ArgumentTypeError, Budget, CtxfastError, InvalidArgumentError, Unfittable
 from ctxfast.anthropic import IMAGE_TOKENS, TOOL_SYSTEM_PROMPT, fit_messages
 from sessions import anthropic_session, anthropic_tools, assert_anthropic_tool_order
 
