@@ -1,8 +1,9 @@
 """Fixtures and guards for the ctxfast benchmarks.
 
 - Refuses to run against anything but a release build of the extension (debug numbers mislead).
-- Points tiktoken at the shared rank files (``<shared>/data/tiktoken_cache``) before it is
-  imported anywhere, so the peers load offline.
+- Points tiktoken at the rank files in the repository (``tests/data/tiktoken_cache``, shared
+  with the tests through ``tests/helpers.py``) before it is imported anywhere, so the peers load
+  offline.
 - Quick mode (``CTXFAST_BENCH_QUICK=1``, or ``--benchmark-disable`` as CI runs it): every body runs
   once and wall-clock assertions are skipped; correctness checks still run.
 - Collects the interleaved A/B ratios of the ``test_paired_*`` tests into the benchmark JSON.
@@ -20,11 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpora  # noqa: E402  (after the path tweak, so --import-mode=importlib works too)
 import cpuload  # noqa: E402
+from corpora import helpers  # noqa: E402  (tests/helpers.py: corpora.py puts tests/ on sys.path)
 
-SHARED = corpora.shared_dir()
 # Before any test module imports tiktoken: its cache directory is read at get_encoding() time,
-# but setting it here, first, leaves no window in which a download could be attempted.
-os.environ["TIKTOKEN_CACHE_DIR"] = str(corpora.tiktoken_cache_dir(SHARED))
+# but setting it here, first, leaves no window in which a download could be attempted. A missing
+# or altered rank file raises here, before any benchmark runs.
+helpers.use_tiktoken_cache()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -36,22 +38,6 @@ def pytest_configure(config: pytest.Config) -> None:
             f"benches: refusing to run against a {profile!r} build of ctxfast "
             f"({ctxfast._core.__file__}); benchmark numbers are only meaningful for a release "
             "build — install it with `pip install .` (maturin's release profile).",
-            returncode=2,
-        )
-    missing = [
-        p
-        for p in (
-            SHARED / "corpora" / "pride_and_prejudice.txt",
-            SHARED / "corpora" / "wagahai.txt",
-            corpora.tiktoken_cache_dir(SHARED) / corpora.O200K_FILE,
-        )
-        if not p.is_file()
-    ]
-    if missing:
-        pytest.exit(
-            "benches: shared data not found: "
-            + ", ".join(map(str, missing))
-            + " — set CTXFAST_SHARED to the shared folder (default: <repo root>/../shared).",
             returncode=2,
         )
 
@@ -93,32 +79,27 @@ def quick(pytestconfig: pytest.Config) -> bool:
     return is_quick(pytestconfig)
 
 
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    return SHARED
-
-
 # ---- corpora ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def prose_text(shared: Path) -> str:
-    return corpora.prose(shared)
+def prose_text() -> str:
+    return helpers.prose_corpus()
 
 
 @pytest.fixture(scope="session")
-def cjk_text(shared: Path) -> str:
-    return corpora.cjk(shared)
+def cjk_text() -> str:
+    return helpers.japanese_corpus()
 
 
 @pytest.fixture(scope="session")
 def code_text() -> str:
-    return corpora.code()
+    return helpers.code_corpus()
 
 
 @pytest.fixture(scope="session")
 def json_text() -> str:
-    return corpora.json_text()
+    return helpers.json_corpus()
 
 
 @pytest.fixture(scope="session")
@@ -144,9 +125,9 @@ def tiktoken_o200k():
 
 
 @pytest.fixture(scope="session")
-def hf_o200k_file(shared: Path, tiktoken_o200k) -> Path:
+def hf_o200k_file(tiktoken_o200k) -> Path:
     """o200k_base converted to a tokenizer.json (cached under the temp dir)."""
-    return corpora.hf_o200k_path(shared, tiktoken_o200k._pat_str)
+    return corpora.hf_o200k_path(tiktoken_o200k._pat_str)
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,10 @@
 """Benchmark inputs and the Hugging Face o200k tokenizer, built deterministically.
 
 Nothing here imports ctxfast; ``conftest.py`` wires these helpers into pytest fixtures.
-Corpora:
+The corpora and the reference data are the test suite's (``tests/helpers.py``, one copy for both):
 
-- prose: ``shared/corpora/pride_and_prejudice.txt`` (English, 0.7 MB)
-- cjk:   ``shared/corpora/wagahai.txt`` (Japanese, 1.1 MB)
+- prose: ``tests/data/corpora/pride_and_prejudice.txt`` (English, 0.7 MB)
+- cjk:   ``tests/data/corpora/wagahai.txt`` (Japanese, 1.1 MB)
 - code:  the running Python's standard library ``.py`` files in sorted path order, ~1 MB
 - json:  pretty-printed records from a seeded generator, ~1 MB
 """
@@ -13,127 +13,34 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import random
 import string
-import sysconfig
+import sys
 import tempfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# The benchmarks share the tests' reference data and generators (tests/helpers.py). tests/ is a
+# plain folder, not a package (pytest's default layout), so it goes on sys.path: here, not only
+# in conftest.py, because ``python benches/session.py`` and the report scripts import this module
+# without pytest.
+_TESTS = str(Path(__file__).resolve().parent.parent / "tests")
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
 
-#: Target size of the generated corpora (code, json), in UTF-8 bytes.
-GENERATED_BYTES = 1_000_000
+import helpers  # noqa: E402
 
-#: tiktoken's cache name for o200k_base (sha1 of its download URL) and that file's pinned sha256.
-O200K_FILE = "fb374d419588a4632f3f557e76b4b70aebbca790"
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+REPO_ROOT = helpers.REPO_ROOT
+
+#: tiktoken's cache name for o200k_base (sha1 of its download URL).
+O200K_FILE = helpers.RANK_FILES["o200k_base"][0]
 
 #: Bump when the conversion below changes, so a stale cached tokenizer.json is not reused.
 HF_CONVERSION_VERSION = 1
 
 
-def shared_dir() -> Path:
-    """``$CTXFAST_SHARED``, else the ``shared`` folder beside the repository."""
-    env = os.environ.get("CTXFAST_SHARED")
-    return Path(env).resolve() if env else (REPO_ROOT.parent / "shared").resolve()
-
-
-def tiktoken_cache_dir(shared: Path | None = None) -> Path:
-    return (shared or shared_dir()) / "data" / "tiktoken_cache"
-
-
 # --------------------------------------------------------------------------------------------
-# Corpora
-
-
-def prose(shared: Path) -> str:
-    return (shared / "corpora" / "pride_and_prejudice.txt").read_text(encoding="utf-8")
-
-
-def cjk(shared: Path) -> str:
-    return (shared / "corpora" / "wagahai.txt").read_text(encoding="utf-8")
-
-
-def code(limit: int = GENERATED_BYTES) -> str:
-    """Python standard library sources, whole files in sorted path order, until ``limit`` bytes.
-
-    Test suites and site-packages are left out (they hold deliberately odd encodings and
-    whatever happens to be installed); files that are not UTF-8 are skipped. The result is cut at
-    the last line break before ``limit`` bytes.
-    """
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in {"site-packages", "test", "tests", "__pycache__", "idle_test"}]
-        files.extend(Path(dirpath, f) for f in filenames if f.endswith(".py"))
-    files.sort(key=lambda p: p.relative_to(root).as_posix())
-    parts: list[str] = []
-    size = 0
-    for path in files:
-        try:
-            src = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        chunk = f"# ---- {path.relative_to(root).as_posix()}\n{src}\n"
-        parts.append(chunk)
-        size += len(chunk.encode("utf-8"))
-        if size >= limit:
-            break
-    return _cut_bytes("".join(parts), limit)
-
-
-_WORDS = (
-    "alpha beta gamma delta epsilon token budget window context layer segment policy evict "
-    "summary request response model user system tool cache count batch stream latency "
-    "Zürich São Paulo München Kraków 東京 大阪 Ελλάδα"
-).split()
-
-
-def _record(rng: random.Random, i: int) -> dict:
-    return {
-        "id": i,
-        "uuid": "%032x" % rng.getrandbits(128),
-        "name": " ".join(rng.choice(_WORDS).capitalize() for _ in range(rng.randint(1, 3))),
-        "email": "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(4, 10)))
-        + "@example.org",
-        "active": rng.random() < 0.7,
-        "score": round(rng.uniform(-1000, 1000), rng.randint(0, 6)),
-        "ratio": rng.random(),
-        "created": "20%02d-%02d-%02dT%02d:%02d:%02dZ"
-        % (rng.randint(10, 30), rng.randint(1, 12), rng.randint(1, 28), rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59)),
-        "tags": [rng.choice(_WORDS) for _ in range(rng.randint(0, 5))],
-        "parent": None if rng.random() < 0.3 else rng.randint(0, max(i, 1)),
-        "metrics": {k: rng.randint(0, 10**rng.randint(1, 9)) for k in rng.sample(_WORDS[:24], rng.randint(1, 4))},
-        "note": " ".join(rng.choice(_WORDS) for _ in range(rng.randint(0, 20))),
-    }
-
-
-def json_text(limit: int = GENERATED_BYTES, seed: int = 20240601) -> str:
-    """A pretty-printed JSON array of seeded random records, just over ``limit`` bytes."""
-    rng = random.Random(seed)
-    records: list[dict] = []
-    size = 2
-    while size < limit:
-        rec = _record(rng, len(records))
-        records.append(rec)
-        one = json.dumps(rec, indent=2, ensure_ascii=False)
-        # Inside the top-level array every line gains two spaces; records are joined by ",\n".
-        size += len(one.encode("utf-8")) + 2 * (one.count("\n") + 1) + 2
-    return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
-
-
-def _cut_bytes(text: str, limit: int, at_line: bool = True) -> str:
-    """``text`` cut to at most ``limit`` UTF-8 bytes (after the last line break if ``at_line``)."""
-    raw = text.encode("utf-8")
-    if len(raw) <= limit:
-        return text
-    cut = raw[:limit]
-    nl = cut.rfind(b"\n")
-    if at_line and nl > 0:
-        cut = cut[: nl + 1]
-    return cut.decode("utf-8", errors="ignore")
+# Request-sized inputs
 
 
 def sentence() -> str:
@@ -163,7 +70,7 @@ def batch(corpora: list[str], count: int = 2000, lo: int = 1024, hi: int = 8192,
         src = corpora[i % len(corpora)]
         n = rng.randint(lo, hi)  # bytes
         start = rng.randrange(0, len(src) - n)
-        out.append(_cut_bytes(src[start : start + n], n, at_line=False))
+        out.append(helpers.cut_bytes(src[start : start + n], n, at_line=False))
     return out
 
 
@@ -262,12 +169,10 @@ def build_hf_o200k_json(rank_file: Path, pattern: str) -> str:
     return tok.to_str()
 
 
-def hf_o200k_path(shared: Path, pattern: str) -> Path:
+def hf_o200k_path(pattern: str) -> Path:
     """The converted tokenizer.json, built once and cached in the temp dir (never in the repo)."""
-    rank_file = tiktoken_cache_dir(shared) / O200K_FILE
+    rank_file = helpers.rank_file("o200k_base")  # checked against tiktoken's pinned sha256
     digest = hashlib.sha256(rank_file.read_bytes()).hexdigest()
-    if digest != O200K_SHA256:
-        raise RuntimeError(f"{rank_file} is not o200k_base (sha256 {digest})")
     key = hashlib.sha256(f"{digest}\n{pattern}\n{HF_CONVERSION_VERSION}".encode()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / "ctxfast-bench" / f"o200k_base-hf-{key}.json"
     if not out.exists():

@@ -283,7 +283,7 @@ def build_report(data: dict, groups: dict[str, list[dict]], samples: list[dict],
         f"ctxfast {s0.get('version', '?')} ({s0.get('profile', '?')} build), Python {mi.get('python_version', '?')}, "
         f"{cpu.get('brand_raw', mi.get('processor', '?'))}, {os.cpu_count()} cores, {data.get('datetime', '')[:19]}Z. "
         "Medians; ratios are the contender's median over the named ctxfast row's. "
-        "Reproduce: `python benches/report.py` (release build installed, `CTXFAST_SHARED` or `../shared`)."
+        "Reproduce: `python benches/report.py` (release build installed)."
     )
     if LOADAVG:
         rep.add()

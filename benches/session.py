@@ -12,7 +12,7 @@ session, from a seed alone (same seed, same Python version -> same text, byte fo
 - the open turn ``turns``: its 8 retrieved chunks and the user's message (the current turn; the
   model has not answered it yet).
 
-Text comes from ``shared/corpora/pride_and_prejudice.txt`` (prose), the running Python's
+Text comes from ``tests/data/corpora/pride_and_prejudice.txt`` (prose), the running Python's
 standard-library sources (code, in sorted path order) and seeded generators (logs, JSON rows).
 Every retrieved chunk carries a header with its id, so no two units share a text: a count cache
 cannot win by deduplication, and "cache misses" equals "units counted".
@@ -46,7 +46,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import corpora
+from corpora import helpers  # the tests' helpers: corpora.py puts tests/ on sys.path
 
 SEED = 20240917
 CHUNKS_PER_TURN = 8
@@ -220,7 +220,7 @@ def render_context(chunks: list[Part]) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _prose_paragraphs() -> tuple[str, ...]:
-    text = (corpora.shared_dir() / "corpora" / "pride_and_prejudice.txt").read_text(encoding="utf-8")
+    text = helpers.prose_corpus()
     start = text.find("Chapter 1\n", text.find("Chapter 61") if "Chapter 61" in text else 0)
     end = text.find("*** END OF")
     body = text[start if start > 0 else 0 : end if end > 0 else len(text)]
@@ -825,7 +825,7 @@ if __name__ == "__main__":  # a quick look: python benches/session.py [turns]
     try:
         import tiktoken
 
-        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(corpora.tiktoken_cache_dir()))
+        helpers.use_tiktoken_cache()
         enc = tiktoken.get_encoding("o200k_base")
         n = [len(enc.encode_ordinary(t)) for t in s.texts]
     except Exception:  # pragma: no cover

@@ -38,6 +38,7 @@ Quick mode (``pytest benches --benchmark-disable``, what CI runs): every body on
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -98,19 +99,23 @@ class TiktokenCounter:
 # ---- what came out ------------------------------------------------------------------------------
 
 
-def dict_defect(inp: list[dict], out: list[dict]) -> str | None:
+def _defect(inp: list, out: list, *, is_tool: Callable[[Any], bool], answers: Callable[[Any], Any],
+            calls: Callable[[Any], list], orphan: str) -> str | None:
+    """None when a provider accepts ``out`` as the trimmed ``inp``, else what is wrong. ``is_tool``,
+    ``answers`` (the call id a tool message answers) and ``calls`` (the ids a message calls) read
+    one message of either form."""
     called, pending = set(), set()
     for m in out:
-        if m["role"] == "tool":
-            if m["tool_call_id"] not in called:
-                return "orphaned tool message"
-            pending.discard(m["tool_call_id"])
+        if is_tool(m):
+            if answers(m) not in called:
+                return orphan
+            pending.discard(answers(m))
             continue
         if pending:
             return "tool call without its result"
-        for c in m.get("tool_calls") or ():
-            called.add(c["id"])
-            pending.add(c["id"])
+        for call_id in calls(m):
+            called.add(call_id)
+            pending.add(call_id)
     if pending:
         return "tool call without its result"
     if out[0] is not inp[0]:
@@ -118,30 +123,19 @@ def dict_defect(inp: list[dict], out: list[dict]) -> str | None:
     if out[-1] is not inp[-1]:
         return "current question dropped"
     return None
+
+
+def dict_defect(inp: list[dict], out: list[dict]) -> str | None:
+    return _defect(inp, out, is_tool=lambda m: m["role"] == "tool", answers=lambda m: m["tool_call_id"],
+                   calls=lambda m: [c["id"] for c in m.get("tool_calls") or ()], orphan="orphaned tool message")
 
 
 def lc_defect(inp: list, out: list) -> str | None:
     if not out:
         return "empty result"
-    called, pending = set(), set()
-    for m in out:
-        if m.type == "tool":
-            if m.tool_call_id not in called:
-                return "orphaned ToolMessage"
-            pending.discard(m.tool_call_id)
-            continue
-        if pending:
-            return "tool call without its result"
-        for tc in getattr(m, "tool_calls", None) or ():
-            called.add(tc["id"])
-            pending.add(tc["id"])
-    if pending:
-        return "tool call without its result"
-    if out[0] is not inp[0]:
-        return "system prompt dropped"
-    if out[-1] is not inp[-1]:
-        return "current question dropped"
-    return None
+    return _defect(inp, out, is_tool=lambda m: m.type == "tool", answers=lambda m: m.tool_call_id,
+                   calls=lambda m: [tc["id"] for tc in getattr(m, "tool_calls", None) or ()],
+                   orphan="orphaned ToolMessage")
 
 
 def dict_total(messages: list[dict], enc: Any) -> int:
@@ -165,7 +159,6 @@ def enc(tiktoken_o200k):
 
 @pytest.fixture(scope="module")
 def case(enc) -> dict[str, Any]:
-    pytest.importorskip("langchain_core")
     s = sess.generate(TURNS)
     dicts = s.dicts()
     from ctxfast.openai import fit_messages

@@ -250,7 +250,6 @@ def test_session_shape(enc):
     longer = sess.generate(TURN + 5)
     assert longer.texts[: len(s) - 9] == s.texts[: len(s) - 9]
     # the three forms carry the same conversation
-    pytest.importorskip("langchain_core")
     lc = s.langchain_messages()
     dicts = s.dicts()
     assert len(lc) == len(dicts) == 1 + 4 * (TURN - 1) + 1
@@ -401,7 +400,6 @@ def test_scratch(benchmark, t60, enc, quick, policy, ceiling, contender):
 @pytest.fixture(scope="module")
 def lc_case(t60, enc):
     """Held history segments (counted) + never-seen current turns, and the message forms."""
-    pytest.importorskip("langchain_core")
     tok = ctxfast.Tokenizer.from_encoding("o200k_base", cache_capacity=CACHE_CAPACITY)
     n_open = sess.CHUNKS_PER_TURN + 1
     history = t60.segments()[:-n_open]

@@ -32,6 +32,7 @@ import pytest
 
 import corpora
 import cpuload
+from corpora import helpers
 
 # Rounds per contender. Medians over fixed rounds keep the full run's length predictable
 # (about 1-2 minutes on 2 cores) whatever the machine's mood.
@@ -209,7 +210,7 @@ def cache_units(prose_text, code_text, json_text, cjk_text) -> list[str]:
     """64 distinct ~4 KB units (16 from each corpus), cut to at most 4,096 UTF-8 bytes."""
     out = []
     for i, text in enumerate([prose_text, code_text, json_text, cjk_text]):
-        out += [corpora._cut_bytes(u, 4096, at_line=False) for u in corpora.units(text, 4096, 16, seed=i)]
+        out += [helpers.cut_bytes(u, 4096, at_line=False) for u in corpora.units(text, 4096, 16, seed=i)]
     assert len(set(out)) == len(out) == CACHE_UNITS
     return out
 

@@ -511,8 +511,6 @@ def _store(benchmark, contender: str, summary: dict, run: Run, **extra) -> None:
 
 @pytest.mark.parametrize("contender", ["ctxfast", "ctxfast.wm70", "python", "langchain"])
 def test_session(benchmark, contender, agent_session, enc, sizes, quick):
-    if contender == "langchain":
-        pytest.importorskip("langchain_core")
     benchmark.group = "window-session"
     rounds = 1 if quick else ROUNDS[contender]
     turns = QUICK_LC_TURNS if (quick and contender == "langchain") else TURNS

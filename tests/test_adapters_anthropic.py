@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 from typing import Any
 
 import pytest
@@ -25,104 +24,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxfast
-from ctxfast import ArgumentTypeError, Budget, CtxfastError, InvalidArgumentError, Tokenizer, Unfittable
+from ctxfast import ArgumentTypeError, Budget, CtxfastError, InvalidArgumentError, Unfittable
 from ctxfast.anthropic import IMAGE_TOKENS, TOOL_SYSTEM_PROMPT, fit_messages
+from sessions import anthropic_session, anthropic_tools, assert_anthropic_tool_order
 
 PRESETS = ("agent", "context_window", "troubleshooting", "seven_tier", "ranked")
 
-TOOLS = [
-    {
-        "name": "search_code",
-        "description": "Search the repository for a regular expression.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
-            "required": ["pattern"],
-        },
-    },
-    {
-        "name": "tail_logs",
-        "description": "The last lines of a service's logs.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "service": {"type": "string", "enum": ["gateway", "tracker", "billing"]},
-                "minutes": {"type": "integer"},
-            },
-            "required": ["service"],
-        },
-    },
-    {
-        "name": "read_file",
-        "description": "Read a range of lines of one file.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
-        },
-    },
-]
-
-_WORDS = (
-    "the request to checkout service returned 502 after deploy pod readiness selector label upstream "
-    "keepalive timeout balancer replica canary rollback latency error queue worker retry cache index "
-    "migration lock shipment invoice tracker gateway billing café 日本語"
-).split()
-
-
-def _words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(n)) + "."
-
-
-def _result_text(rng: random.Random) -> str:
-    return "\n".join(
-        f"2024-09-17T14:{rng.randrange(60):02d}Z {rng.choice(('INFO', 'WARN', 'ERROR'))} {_words(rng, rng.randint(4, 14))}"
-        for _ in range(rng.randint(3, 50))
-    )
-
-
-def anthropic_session(seed: int, turns: int, *, end_mid_loop: bool = False) -> tuple[str, list[dict]]:
-    """(system, messages): ``turns`` complete exchanges, then the current question.
-
-    Each exchange: the user's message (a string or text blocks), 0-3 steps of an assistant
-    message with 1-3 ``tool_use`` blocks followed by a user message holding exactly their
-    ``tool_result`` blocks (string or block content), then the assistant's answer.
-    """
-    rng = random.Random(seed)
-    system = "You are Harbor, the platform team's assistant. " + _words(rng, 150)
-    msgs: list[dict] = []
-    uid = 0
-
-    def step() -> None:
-        nonlocal uid
-        blocks: list[dict] = [] if rng.random() < 0.5 else [{"type": "text", "text": "Checking. " + _words(rng, 8)}]
-        ids = []
-        for _ in range(rng.choice((1, 1, 2, 3))):
-            uid += 1
-            ids.append(f"toolu_{seed}_{uid}")
-            tool = rng.choice(TOOLS)["name"]
-            blocks.append({"type": "tool_use", "id": ids[-1], "name": tool,
-                           "input": {"pattern": rng.choice(("keepalive", "retry")), "n": rng.randint(1, 99)}})
-        msgs.append({"role": "assistant", "content": blocks})
-        results = []
-        for i in ids:
-            if rng.random() < 0.6:
-                results.append({"type": "tool_result", "tool_use_id": i, "content": _result_text(rng)})
-            else:
-                results.append({"type": "tool_result", "tool_use_id": i, "is_error": rng.random() < 0.1,
-                                "content": [{"type": "text", "text": _result_text(rng)}]})
-        msgs.append({"role": "user", "content": results})
-
-    for t in range(1, turns + 1):
-        text = f"Turn {t}. " + _words(rng, rng.randint(6, 80))
-        msgs.append({"role": "user", "content": text if rng.random() < 0.5 else [{"type": "text", "text": text}]})
-        for _ in range(rng.choice((0, 1, 1, 2, 3))):
-            step()
-        answer = _words(rng, rng.randint(10, 150))
-        msgs.append({"role": "assistant", "content": answer if rng.random() < 0.5 else [{"type": "text", "text": answer}]})
-    msgs.append({"role": "user", "content": "Now the current question: " + _words(rng, 40)})
-    if end_mid_loop:
-        step()
-    return system, msgs
+TOOLS = anthropic_tools()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -164,10 +72,6 @@ def documented_total(system: Any, messages: list[dict], enc: Any, tools: list[di
     return n
 
 
-def _blocks(m: dict) -> list[dict]:
-    return m["content"] if isinstance(m["content"], list) else []
-
-
 def opens_exchange(m: dict) -> bool:
     """A user message opens an exchange unless it holds only tool results."""
     if m["role"] != "user":
@@ -189,31 +93,9 @@ def exchanges(messages: list[dict]) -> list[list[int]]:
     return out[:-1]
 
 
-def assert_valid_for_the_api(out: list[dict]) -> None:
-    """What the Messages API validates: user first; tool_result answers the previous message's
-    tool_use; every tool_use is answered by the next message (unless it is the last one)."""
-    assert out, "an empty request"
-    assert out[0]["role"] == "user", f"the request starts with {out[0]['role']}"
-    seen: set[str] = set()
-    for i, m in enumerate(out):
-        for b in _blocks(m):
-            if b["type"] == "tool_result":
-                tid = b["tool_use_id"]
-                assert tid in seen, f"out[{i}]: tool_result {tid!r} precedes (or has no) tool_use"
-                prev = _blocks(out[i - 1]) if i else []
-                assert out[i - 1]["role"] == "assistant" and any(
-                    x["type"] == "tool_use" and x["id"] == tid for x in prev
-                ), f"out[{i}]: tool_result {tid!r} is not answering the previous assistant message"
-        uses = [b["id"] for b in _blocks(m) if b["type"] == "tool_use"]
-        seen.update(uses)
-        if uses and i + 1 < len(out):
-            answered = {b["tool_use_id"] for b in _blocks(out[i + 1]) if b["type"] == "tool_result"}
-            assert set(uses) <= answered, f"out[{i}]: tool_use {sorted(set(uses) - answered)} unanswered"
-
-
 def assert_good_fit(system: Any, inp: list[dict], out: list[dict], fit: ctxfast.Fit, ceiling: int, enc: Any,
                     tools: list[dict] | None = None, tool_prompt: int = 0, *, pinned: bool = False) -> None:
-    assert_valid_for_the_api(out)
+    assert_anthropic_tool_order(out)
     assert fit.total <= ceiling == fit.ceiling
     assert fit.total == documented_total(system, out, enc, tools, tool_prompt)
     start = current_start(inp)
@@ -394,7 +276,7 @@ def test_multi_step_exchange_leaves_whole(enc: Any) -> None:
         kept = {id(m) for m in out}
         present = [id(msgs[i]) in kept for i in long_one]
         assert all(present) or not any(present)
-        assert_valid_for_the_api(out)
+        assert_anthropic_tool_order(out)
 
 
 @settings(max_examples=40, deadline=None)
@@ -463,7 +345,7 @@ def test_bad_input(call, exc, where) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Bugs
+# Regressions
 
 
 def _mixed_session() -> list[dict]:
@@ -490,34 +372,39 @@ def test_tool_result_with_text_continues_its_exchange() -> None:
         fit_messages("sys", msgs, 400)
     older = [{"role": "user", "content": "earlier " + "x " * 300}, {"role": "assistant", "content": "earlier answer"}]
     out, fit = fit_messages("sys", older + msgs, 500)
-    assert_valid_for_the_api(out)
+    assert_anthropic_tool_order(out)
     assert out[-len(msgs):] == msgs and fit.total <= 500
 
 
-def test_bug_tool_result_content_type() -> None:
+def test_tool_result_content_of_a_wrong_type_names_the_message() -> None:
+    """Regression: int tool_result content raised a bare TypeError, not a CtxfastError naming messages[i]."""
     msgs = [U, {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 5}]}]
     with pytest.raises(CtxfastError, match=r"messages\[2\]"):
         fit_messages(None, msgs, 100)
 
 
-def test_bug_non_dict_tool_rejected() -> None:
+def test_a_tool_that_is_not_a_dict_is_rejected() -> None:
+    """Regression: a tool given as a str was accepted and counted as JSON text."""
     with pytest.raises(ArgumentTypeError, match=r"tools\[0\]"):
         fit_messages(None, [U], 100, tools=["search_code"])
 
 
-def test_bug_unserialisable_tool_input() -> None:
+def test_unserialisable_tool_input_names_the_message() -> None:
+    """Regression: a tool_use input json cannot encode raised json's bare TypeError, not a CtxfastError."""
     msgs = [U, {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {"x": object()}}]}]
     with pytest.raises(CtxfastError, match=r"messages\[1\]"):
         fit_messages(None, msgs, 100)
 
 
-def test_bug_model_type() -> None:
+def test_a_model_that_is_not_a_str_is_an_argument_type_error() -> None:
+    """Regression: model=4 raised AttributeError ('int' object has no attribute 'startswith')."""
     with pytest.raises(ArgumentTypeError, match="model"):
         fit_messages(None, [U], 100, tools=TOOLS, model=4)
 
 
-def test_bug_tool_choice_dict_form() -> None:
+def test_tool_choice_in_the_api_dict_form_is_counted_as_forced() -> None:
+    """Regression: tool_choice={'type': 'any'} was taken for 'auto' (496, not 588, tokens on claude-sonnet-4-5)."""
     _, auto = fit_messages(None, [U], 10_000, tools=TOOLS, model="claude-sonnet-4-5", tool_choice="auto")
     _, forced = fit_messages(None, [U], 10_000, tools=TOOLS, model="claude-sonnet-4-5",
                              tool_choice={"type": "any"})  # type: ignore[arg-type]

@@ -1,35 +1,32 @@
 """``ctxfast.langchain.trim_messages`` against LangChain's own ``trim_messages``.
 
-Each ``test_langchain_*`` case first shows the defect in LangChain's function (asserting it, so
-the test documents it and notices when LangChain changes), then runs ctxfast's replacement on the
-same messages with the same ``max_tokens`` and checks that the result is a request a provider
-accepts: no ToolMessage without the AIMessage that called it, no AIMessage tool call without its
-results, the system message kept, and the last human message (the current question) kept.
+Each ``test_langchain_*`` case first shows the defect in LangChain's function, then runs
+ctxfast's replacement on the same messages with the same ``max_tokens`` and checks that the
+result is a request a provider accepts: no ToolMessage without the AIMessage that called it, no
+AIMessage tool call without its results, the system message kept, and the last human message
+(the current question) kept.
+
+What LangChain does is asserted only on the langchain-core releases it was observed on
+(``UPSTREAM_OBSERVED``), so the test documents it and notices when a release in that range
+changes it; on any other release only ctxfast's side is asserted (nothing is skipped). After
+checking a new release, widen the range.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
 from collections.abc import Iterable
 from typing import Any
 
+import langchain_core
 import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import trim_messages as lc_trim
+from packaging.version import Version
 
-pytest.importorskip("langchain_core")
-
-from langchain_core.messages import (  # noqa: E402
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
-from langchain_core.messages import trim_messages as lc_trim  # noqa: E402
-
-import ctxfast  # noqa: E402
-from ctxfast import (  # noqa: E402
+import ctxfast
+from ctxfast import (
     ArgumentTypeError,
     CounterError,
     CtxfastError,
@@ -38,8 +35,22 @@ from ctxfast import (  # noqa: E402
     Unfittable,
     UnsupportedOperationError,
 )
-from ctxfast.langchain import trim_messages  # noqa: E402
-from ctxfast.openai import fit_messages as openai_fit  # noqa: E402
+from ctxfast.langchain import trim_messages
+from ctxfast.openai import fit_messages as openai_fit
+from sessions import langchain_session
+
+#: langchain-core releases on which the upstream behaviour asserted below was observed: from the
+#: first (inclusive) to the second (exclusive).
+UPSTREAM_OBSERVED = (Version("1.8.3"), Version("1.9"))
+#: True when the installed langchain-core is in that range, so LangChain's side is asserted too.
+UPSTREAM_AS_OBSERVED = UPSTREAM_OBSERVED[0] <= Version(langchain_core.__version__) < UPSTREAM_OBSERVED[1]
+
+#: A policy whose first rung shortens tool results (the replacement for allow_partial).
+CUT_RESULTS = {"name": "cut_results", "rungs": [
+    {"name": "results.truncate", "layers": ["tool_result"], "order": "oldest", "action": "truncate",
+     "min_tokens": 24},
+    {"name": "exchanges.drop", "layers": ["conversation", "tool_result"], "order": "oldest", "action": "drop"},
+]}
 
 # ----------------------------------------------------------------------------------------------
 # Counters and sessions
@@ -73,39 +84,6 @@ class Recorder:
     def __call__(self, messages):  # noqa: ANN001
         self.calls.append(list(messages))
         return self.inner(messages)
-
-
-_WORDS = (
-    "the checkout service returned 502 after the deploy pod readiness selector label upstream keepalive "
-    "timeout replica canary rollback latency error queue worker retry cache index migration"
-).split()
-
-
-def _words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(n)) + "."
-
-
-def lc_session(seed: int, turns: int) -> list[BaseMessage]:
-    """SystemMessage, then ``turns`` exchanges (Human, 0-3 x [AI tool_calls, ToolMessage...], AI),
-    then the current HumanMessage."""
-    rng = random.Random(seed)
-    msgs: list[BaseMessage] = [SystemMessage("You are Harbor, the platform assistant. " + _words(rng, 120))]
-    cid = 0
-    for t in range(1, turns + 1):
-        msgs.append(HumanMessage(f"Turn {t}. " + _words(rng, rng.randint(5, 60))))
-        for _ in range(rng.choice((0, 1, 1, 2, 3))):
-            calls = []
-            for _ in range(rng.choice((1, 1, 2))):
-                cid += 1
-                calls.append({"name": rng.choice(("search_code", "tail_logs", "read_file")),
-                              "args": {"q": _words(rng, 3), "n": rng.randint(1, 99)}, "id": f"call_{cid}",
-                              "type": "tool_call"})
-            msgs.append(AIMessage(content="" if rng.random() < 0.6 else _words(rng, 12), tool_calls=calls))
-            for c in calls:
-                msgs.append(ToolMessage(_words(rng, rng.randint(20, 500)), tool_call_id=c["id"], name=c["name"]))
-        msgs.append(AIMessage(_words(rng, rng.randint(10, 150))))
-    msgs.append(HumanMessage("The current question: " + _words(rng, 30)))
-    return msgs
 
 
 def structure_defect(out: list[BaseMessage]) -> str | None:
@@ -162,9 +140,10 @@ def _orphan_case() -> list[BaseMessage]:
 def test_langchain_orphans_a_tool_message() -> None:
     msgs = _orphan_case()
     budget = 60
-    lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="last", include_system=True)
-    assert [type(m).__name__ for m in lc] == ["SystemMessage", "ToolMessage", "AIMessage", "HumanMessage"]
-    assert structure_defect(lc).startswith("orphaned ToolMessage")
+    if UPSTREAM_AS_OBSERVED:
+        lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="last", include_system=True)
+        assert [type(m).__name__ for m in lc] == ["SystemMessage", "ToolMessage", "AIMessage", "HumanMessage"]
+        assert structure_defect(lc).startswith("orphaned ToolMessage")
     out = trim_messages(msgs, max_tokens=budget, token_counter=count_list)
     assert_ctxfast_ok(msgs, out, budget)
     assert not any(isinstance(m, ToolMessage) for m in out)
@@ -173,9 +152,10 @@ def test_langchain_orphans_a_tool_message() -> None:
 def test_langchain_keeps_an_answer_without_its_question() -> None:
     msgs = [SystemMessage("Be brief."), HumanMessage("Paste of a 3,000-line stack trace: " + "frame " * 300),
             AIMessage("The null pointer comes from the cache layer."), HumanMessage("And the fix?")]
-    lc = lc_trim(msgs, max_tokens=60, token_counter=count_list, strategy="last", include_system=True)
-    assert [type(m).__name__ for m in lc] == ["SystemMessage", "AIMessage", "HumanMessage"]
-    assert structure_defect(lc) == "an AI message without the question it answers"
+    if UPSTREAM_AS_OBSERVED:
+        lc = lc_trim(msgs, max_tokens=60, token_counter=count_list, strategy="last", include_system=True)
+        assert [type(m).__name__ for m in lc] == ["SystemMessage", "AIMessage", "HumanMessage"]
+        assert structure_defect(lc) == "an AI message without the question it answers"
     out = trim_messages(msgs, max_tokens=60, token_counter=count_list)
     assert_ctxfast_ok(msgs, out, 60)
     assert out == [msgs[0], msgs[3]]
@@ -184,16 +164,18 @@ def test_langchain_keeps_an_answer_without_its_question() -> None:
 def test_langchain_defaults_drop_the_system_message() -> None:
     msgs = [SystemMessage("You are the on-call assistant. Never suggest deleting a namespace."),
             HumanMessage("q1 " * 30), AIMessage("a1 " * 30), HumanMessage("Can I delete the staging namespace?")]
-    lc = lc_trim(msgs, max_tokens=50, token_counter=count_list)  # LangChain's default include_system=False
-    assert not any(isinstance(m, SystemMessage) for m in lc)
+    if UPSTREAM_AS_OBSERVED:
+        lc = lc_trim(msgs, max_tokens=50, token_counter=count_list)  # LangChain's default include_system=False
+        assert not any(isinstance(m, SystemMessage) for m in lc)
     out = trim_messages(msgs, max_tokens=50, token_counter=count_list)  # ctxfast's defaults
     assert_ctxfast_ok(msgs, out, 50)
 
 
 def test_langchain_returns_only_the_system_message() -> None:
     msgs = [SystemMessage("Operating policy. " * 200), HumanMessage("hi"), AIMessage("hello"), HumanMessage("status?")]
-    lc = lc_trim(msgs, max_tokens=100, token_counter=count_list, strategy="last", include_system=True)
-    assert lc == [msgs[0]]  # no error, and the question is gone
+    if UPSTREAM_AS_OBSERVED:
+        lc = lc_trim(msgs, max_tokens=100, token_counter=count_list, strategy="last", include_system=True)
+        assert lc == [msgs[0]]  # no error, and the question is gone
     with pytest.raises(Unfittable) as info:
         trim_messages(msgs, max_tokens=100, token_counter=count_list)
     assert info.value.ceiling == 100 and info.value.total > 100
@@ -201,26 +183,30 @@ def test_langchain_returns_only_the_system_message() -> None:
 
 
 def test_langchain_strategy_first_drops_the_current_question() -> None:
-    msgs = lc_session(4, 6)
+    msgs = langchain_session(4, 6)
     budget = count_list(msgs) // 2
-    lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="first")
-    assert lc[-1] is not msgs[-1]
+    if UPSTREAM_AS_OBSERVED:
+        lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="first")
+        assert lc[-1] is not msgs[-1]
     out = trim_messages(msgs, max_tokens=budget, token_counter=count_list, strategy="first")
     assert_ctxfast_ok(msgs, out, budget)
 
 
 def test_langchain_feeds_its_counter_reversed_lists() -> None:
     """Peer complaint (langchain #29637): provider counters reject a ToolMessage before its AIMessage."""
-    msgs = lc_session(2, 12)
-    rec = Recorder()
-    lc_trim(msgs, max_tokens=count_list(msgs) // 3, token_counter=rec, strategy="last", include_system=True)
+    msgs = langchain_session(2, 12)
     position = {id(m): i for i, m in enumerate(msgs)}
 
     def out_of_order(call: list[BaseMessage]) -> bool:
         idx = [position[id(m)] for m in call if id(m) in position]
         return idx != sorted(idx)
 
-    assert any(out_of_order(c) for c in rec.calls), "LangChain no longer reverses: update the docs"
+    if UPSTREAM_AS_OBSERVED:
+        rec = Recorder()
+        lc_trim(msgs, max_tokens=count_list(msgs) // 3, token_counter=rec, strategy="last", include_system=True)
+        assert any(out_of_order(c) for c in rec.calls), "LangChain no longer reverses: update the docs"
+        # and it counts by binary search: fewer calls than messages, more messages counted
+        assert len(rec.calls) < len(msgs) and sum(map(len, rec.calls)) > len(msgs)
     rec2 = Recorder()
     trim_messages(msgs, max_tokens=count_list(msgs) // 3, token_counter=rec2)
     assert not any(out_of_order(c) for c in rec2.calls)
@@ -230,18 +216,18 @@ def test_langchain_feeds_its_counter_reversed_lists() -> None:
     counted = [c for c in rec2.calls if not str(c[0].content).startswith("[compacted]")]
     assert [m for c in counted for m in c] == msgs
     assert all(not isinstance(c[0], ToolMessage) for c in rec2.calls)
-    assert len(rec.calls) < len(msgs) and sum(map(len, rec.calls)) > len(msgs)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sessions_langchain_orphans_ctxfast_never(seed: int) -> None:
-    msgs = lc_session(seed, 15)
+    msgs = langchain_session(seed, 15)
     full = count_list(msgs)
     lc_defects = 0
     for frac in (0.95, 0.8, 0.6, 0.4, 0.25, 0.1):
         budget = int(full * frac)
-        lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="last", include_system=True)
-        lc_defects += structure_defect(lc) is not None
+        if UPSTREAM_AS_OBSERVED:
+            lc = lc_trim(msgs, max_tokens=budget, token_counter=count_list, strategy="last", include_system=True)
+            lc_defects += structure_defect(lc) is not None
         try:
             out = trim_messages(msgs, max_tokens=budget, token_counter=count_list)
         except Unfittable as e:
@@ -249,7 +235,7 @@ def test_sessions_langchain_orphans_ctxfast_never(seed: int) -> None:
             continue
         assert_ctxfast_ok(msgs, out, budget)
         assert count_list(out) <= budget  # the user's own counter agrees that it fits
-    assert lc_defects >= 1
+    assert lc_defects >= 1 or not UPSTREAM_AS_OBSERVED
 
 
 # ----------------------------------------------------------------------------------------------
@@ -257,7 +243,7 @@ def test_sessions_langchain_orphans_ctxfast_never(seed: int) -> None:
 
 
 def test_list_counter_is_called_once_per_exchange() -> None:
-    msgs = lc_session(5, 10)
+    msgs = langchain_session(5, 10)
     rec = Recorder()
     budget = count_list(msgs) * 2
     out = trim_messages(msgs, max_tokens=budget, token_counter=rec)
@@ -270,8 +256,9 @@ def test_list_counter_is_called_once_per_exchange() -> None:
 
 def test_per_message_counter_with_postponed_annotation() -> None:
     msgs = [SystemMessage("Be brief."), HumanMessage("one " * 40), AIMessage("two " * 40), HumanMessage("now?")]
-    with pytest.raises(AttributeError):  # LangChain #35629: it calls count_one(list)
-        lc_trim(msgs, max_tokens=60, token_counter=count_one)
+    if UPSTREAM_AS_OBSERVED:
+        with pytest.raises(AttributeError):  # LangChain #35629: it calls count_one(list)
+            lc_trim(msgs, max_tokens=60, token_counter=count_one)
     out = trim_messages(msgs, max_tokens=60, token_counter=count_one)
     assert out == [msgs[0], msgs[3]]
     assert out.fit.total == count_one(msgs[0]) + count_one(msgs[3])
@@ -288,7 +275,7 @@ def test_chat_model_counter() -> None:
             return count_list(messages)
 
     model = FakeModel()
-    msgs = lc_session(6, 8)
+    msgs = langchain_session(6, 8)
     budget = count_list(msgs) // 2
     out = trim_messages(msgs, max_tokens=budget, token_counter=model)
     assert_ctxfast_ok(msgs, out, budget)
@@ -307,7 +294,7 @@ def test_approximate_counter() -> None:
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
 def test_no_counter_is_exact_openai_framing(encoding: str) -> None:
     """token_counter=None: the OpenAI adapter's count of the same conversation."""
-    msgs = lc_session(7, 9)
+    msgs = langchain_session(7, 9)
     dicts: list[dict[str, Any]] = []
     for m in msgs:
         if isinstance(m, SystemMessage):
@@ -336,7 +323,7 @@ def test_no_counter_is_exact_openai_framing(encoding: str) -> None:
 
 
 def test_strategy_first_keeps_the_oldest_exchanges() -> None:
-    msgs = lc_session(8, 10)
+    msgs = langchain_session(8, 10)
     budget = count_list(msgs) // 3
     out = trim_messages(msgs, max_tokens=budget, token_counter=count_list, strategy="first")
     assert_ctxfast_ok(msgs, out, budget)
@@ -348,7 +335,7 @@ def test_strategy_first_keeps_the_oldest_exchanges() -> None:
 
 def test_allow_partial_is_refused_with_guidance() -> None:
     """A truncate rung behind a floorless drop rung would never fire, so the flag is refused."""
-    msgs = lc_session(3, 4)
+    msgs = langchain_session(3, 4)
     with pytest.raises(UnsupportedOperationError, match="truncate"):
         trim_messages(msgs, max_tokens=500, allow_partial=True)
     with pytest.raises(UnsupportedOperationError):
@@ -357,12 +344,8 @@ def test_allow_partial_is_refused_with_guidance() -> None:
 
 def test_a_truncate_policy_cuts_bodies_into_copies() -> None:
     """The replacement for allow_partial: a policy whose first rung shortens tool results."""
-    policy = ctxfast.Policy.from_dict({"name": "cut_results", "rungs": [
-        {"name": "results.truncate", "layers": ["tool_result"], "order": "oldest", "action": "truncate",
-         "min_tokens": 24},
-        {"name": "exchanges.drop", "layers": ["conversation", "tool_result"], "order": "oldest", "action": "drop"},
-    ]})
-    msgs = lc_session(3, 8)
+    policy = ctxfast.Policy.from_dict(CUT_RESULTS)
+    msgs = langchain_session(3, 8)
     before = [m.model_dump() for m in msgs]
     full = trim_messages(msgs, max_tokens=10**7).fit.total
     budget = int(full * 0.6)
@@ -383,7 +366,7 @@ def test_a_truncate_policy_cuts_bodies_into_copies() -> None:
 
 
 def test_result_carries_the_fit_and_reserve() -> None:
-    msgs = lc_session(9, 6)
+    msgs = langchain_session(9, 6)
     out = trim_messages(msgs, max_tokens=3000, reserve=1000)
     assert isinstance(out, list) and isinstance(out.fit, ctxfast.Fit)
     assert out.fit.ceiling == 2000 and out.fit.total <= 2000
@@ -391,7 +374,7 @@ def test_result_carries_the_fit_and_reserve() -> None:
 
 
 def test_pin_first_user() -> None:
-    msgs = lc_session(10, 12)
+    msgs = langchain_session(10, 12)
     budget = count_list([msgs[0], msgs[1], msgs[-1]]) + 40
     out = trim_messages(msgs, max_tokens=budget, token_counter=count_list, pin_first_user=True)
     assert out[1] is msgs[1]
@@ -427,16 +410,18 @@ def test_bad_input(kwargs, exc, where) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Bugs
+# Regressions
 
 
-def test_bug_include_system_false_lets_the_system_message_go() -> None:
+def test_include_system_false_lets_the_system_message_go() -> None:
+    """Regression: include_system=False was a no-op: the system message stayed protected (Unfittable)."""
     msgs = [SystemMessage("Operating policy. " * 200), HumanMessage("old"), AIMessage("ok"), HumanMessage("status?")]
     out = trim_messages(msgs, max_tokens=100, include_system=False, token_counter=count_list)
     assert out[-1] is msgs[-1] and not any(isinstance(m, SystemMessage) for m in out)
 
 
-def test_bug_approximate_counts_tool_calls() -> None:
+def test_approximate_counter_counts_tool_calls() -> None:
+    """Regression: token_counter='approximate' counted message text only; tool_calls cost nothing."""
     args = {"query": "x" * 4000}
     with_call = [HumanMessage("find"), AIMessage("", tool_calls=[{"name": "search", "args": args, "id": "c",
                                                                  "type": "tool_call"}]),
@@ -447,11 +432,12 @@ def test_bug_approximate_counts_tool_calls() -> None:
     assert a - b >= 1000
 
 
-def test_bug_digests_counted_with_the_users_counter() -> None:
+def test_digests_are_counted_with_the_users_counter() -> None:
+    """Regression: digests were counted with the default o200k tokenizer, not the user's token_counter."""
     def chars(messages):  # noqa: ANN001 - e.g. a character-based budget for a non-OpenAI model
         return sum(10 + len(m.content) for m in messages)
 
-    msgs = lc_session(2, 10)
+    msgs = langchain_session(2, 10)
     full = sum(chars([m]) for m in msgs)
     budget = int(full * 0.6)
     out = trim_messages(msgs, max_tokens=budget, token_counter=chars)
@@ -460,7 +446,8 @@ def test_bug_digests_counted_with_the_users_counter() -> None:
     assert sum(chars([m]) for m in out) <= budget
 
 
-def test_bug_counter_never_sees_an_orphaned_tool_message() -> None:
+def test_counter_never_sees_an_orphaned_tool_message() -> None:
+    """Regression: the counter was handed a lone [ToolMessage], which provider count endpoints reject."""
     def strict(messages):  # noqa: ANN001 - validates like Anthropic's count_tokens endpoint
         called = {tc["id"] for m in messages for tc in (getattr(m, "tool_calls", None) or ())}
         for m in messages:
@@ -468,7 +455,7 @@ def test_bug_counter_never_sees_an_orphaned_tool_message() -> None:
                 raise ValueError("tool_result without a tool_use in the previous message")
         return count_list(messages)
 
-    msgs = lc_session(3, 5)
+    msgs = langchain_session(3, 5)
     trim_messages(msgs, max_tokens=count_list(msgs) // 2, token_counter=strict)
 
 
@@ -486,7 +473,8 @@ def test_fractional_counts_round_up() -> None:
     assert out.fit.total == 6  # 3 + 3: never an undercount
 
 
-def test_bug_raising_counter_is_a_counter_error() -> None:
+def test_a_raising_counter_is_a_counter_error() -> None:
+    """Regression: an exception raised by the user's counter escaped bare instead of as CounterError."""
     msgs = [SystemMessage("s"), HumanMessage("x " * 50), AIMessage("y " * 50), HumanMessage("now")]
     with pytest.raises(CounterError):
         trim_messages(msgs, max_tokens=30, token_counter=lambda m: len(m.content))
@@ -501,13 +489,10 @@ def test_iterable_annotation_is_a_list_counter() -> None:
     assert out == [msgs[0], msgs[3]]
 
 
-def test_bug_truncated_then_evicted_is_listed_as_truncated() -> None:
-    policy = ctxfast.Policy.from_dict({"name": "cut_results", "rungs": [
-        {"name": "results.truncate", "layers": ["tool_result"], "order": "oldest", "action": "truncate",
-         "min_tokens": 24},
-        {"name": "exchanges.drop", "layers": ["conversation", "tool_result"], "order": "oldest", "action": "drop"},
-    ]})
-    msgs = lc_session(3, 8)
+def test_truncated_lists_only_bodies_that_were_kept() -> None:
+    """Regression: a tool result truncated by one rung and then dropped by the next was listed as truncated."""
+    policy = ctxfast.Policy.from_dict(CUT_RESULTS)
+    msgs = langchain_session(3, 8)
     full = trim_messages(msgs, max_tokens=10**7).fit.total
     fit = trim_messages(msgs, max_tokens=int(full * 0.6), policy=policy).fit
     kept = {id(seg) for seg in fit.kept}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 import re
 from typing import Any
 
@@ -40,6 +39,8 @@ from ctxfast import (
     Unfittable,
 )
 from ctxfast.openai import fit_messages
+from sessions import OPENAI_TOOLS as TOOLS
+from sessions import assert_openai_tool_order, openai_session
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 PRESETS = ("agent", "context_window", "troubleshooting", "seven_tier", "ranked")
@@ -107,6 +108,12 @@ def _counter(enc: Any):
     return lambda s: len(enc.encode_ordinary(s))
 
 
+def _description(spec: dict) -> str:
+    """A description as the cookbook counts it: without its final period."""
+    desc = spec.get("description", "")
+    return desc[:-1] if desc.endswith(".") else desc
+
+
 def cookbook_tools_cost(tools: list[dict] | None, enc: Any) -> int:
     """The cookbook's ``num_tokens_for_tools`` for flat schemas (func_init 10 on cl100k, 7 on o200k)."""
     if not tools:
@@ -116,9 +123,7 @@ def cookbook_tools_cost(tools: list[dict] | None, enc: Any) -> int:
     total = 0
     for tool in tools:
         fn = tool["function"]
-        desc = fn.get("description", "")
-        desc = desc[:-1] if desc.endswith(".") else desc
-        total += func_init + T(f"{fn['name']}:{desc}")
+        total += func_init + T(f"{fn['name']}:{_description(fn)}")
         props = (fn.get("parameters") or {}).get("properties") or {}
         if props:
             total += 3
@@ -126,9 +131,7 @@ def cookbook_tools_cost(tools: list[dict] | None, enc: Any) -> int:
                 total += 3
                 if "enum" in spec:
                     total += -3 + sum(3 + T(str(v)) for v in spec["enum"])
-                p_desc = spec.get("description", "")
-                p_desc = p_desc[:-1] if p_desc.endswith(".") else p_desc
-                total += T(f"{key}:{spec['type']}:{p_desc}")
+                total += T(f"{key}:{spec['type']}:{_description(spec)}")
     return total + 12
 
 
@@ -156,159 +159,7 @@ def encs(tiktoken_encodings: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Realistic agent sessions
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_code",
-            "description": "Search the repository for a regular expression.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "The regular expression"},
-                    "path": {"type": "string", "description": "Folder to search under."},
-                },
-                "required": ["pattern"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a range of lines of one file",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Path from the repository root"},
-                    "start": {"type": "integer", "description": "First line, 1-based"},
-                    "end": {"type": "integer", "description": "Last line, inclusive"},
-                },
-                "required": ["path"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "tail_logs",
-            "description": "The last lines of a service's logs.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "service": {
-                        "type": "string",
-                        "description": "Service name",
-                        "enum": ["gateway", "tracker", "billing", "rates"],
-                    },
-                    "minutes": {"type": "integer", "description": "How far back to read"},
-                },
-                "required": ["service"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "run_tests",
-            "description": "Run one test target and return its report.",
-            "parameters": {
-                "type": "object",
-                "properties": {"target": {"type": "string", "description": "A test target such as tests/api"}},
-            },
-        },
-    },
-]
-
-_WORDS = (
-    "the request to checkout service returned 502 after deploy pod readiness selector label upstream "
-    "keepalive timeout load balancer idle window replica canary rollback latency p99 error rate queue "
-    "worker retry backoff cache miss index migration lock table shipment invoice tracker gateway "
-    "billing café naïve 日本語 données"
-).split()
-_LOG_LEVELS = ("INFO", "WARN", "ERROR", "DEBUG")
-
-
-def _words(rng: random.Random, n: int) -> str:
-    out = []
-    for i in range(n):
-        w = rng.choice(_WORDS)
-        out.append(w.capitalize() if i == 0 else w)
-        if rng.random() < 0.08:
-            out[-1] += rng.choice((".", ",", ";", ":"))
-    return " ".join(out) + "."
-
-
-def _tool_result(rng: random.Random, name: str, size: int) -> str:
-    if name == "tail_logs":
-        lines = [
-            f"2024-09-17T14:{rng.randrange(60):02d}:{rng.randrange(60):02d}Z {rng.choice(_LOG_LEVELS)} "
-            f"{rng.choice(('gateway', 'tracker', 'billing'))}[{rng.randrange(1, 9)}] {_words(rng, rng.randint(4, 14))}"
-            for _ in range(max(1, size // 14))
-        ]
-        return "\n".join(lines)
-    if name == "read_file":
-        lines = [f"{i:4d}  {'    ' * rng.randint(0, 2)}{_words(rng, rng.randint(3, 9))}" for i in range(max(1, size // 8))]
-        return "\n".join(lines)
-    if name == "search_code":
-        return "\n".join(
-            f"services/{rng.choice(('api', 'rates', 'billing'))}/mod{rng.randrange(40)}.py:{rng.randrange(1, 900)}: "
-            f"{_words(rng, rng.randint(3, 10))}"
-            for _ in range(max(1, size // 10))
-        )
-    return json.dumps({"passed": rng.randrange(400), "failed": rng.randrange(4), "log": _words(rng, size)})
-
-
-def _arguments(rng: random.Random, name: str) -> str:
-    if name == "search_code":
-        return json.dumps({"pattern": rng.choice(("keepalive", "def retry", "selector:")), "path": "services/"})
-    if name == "read_file":
-        start = rng.randrange(1, 500)
-        return json.dumps({"path": f"services/api/mod{rng.randrange(40)}.py", "start": start, "end": start + 60})
-    if name == "tail_logs":
-        return json.dumps({"service": rng.choice(("gateway", "tracker", "billing", "rates")), "minutes": rng.randint(5, 60)})
-    return json.dumps({"target": "tests/api"})
-
-
-def agent_session(seed: int, turns: int, *, end_mid_loop: bool = False, names: bool = True) -> list[dict]:
-    """system, then ``turns`` complete exchanges, then the current user question.
-
-    Each exchange: the user's message, 0-3 assistant steps of 1-3 parallel ``tool_calls`` each
-    followed by their ``tool`` results, then the assistant's answer. ``end_mid_loop`` leaves the
-    current turn in progress (the assistant called tools after the last user message).
-    """
-    rng = random.Random(seed)
-    msgs: list[dict] = [{"role": "system", "content": "You are Harbor, the platform team's assistant. " + _words(rng, 160)}]
-    call_id = 0
-
-    def step() -> None:
-        nonlocal call_id
-        calls = []
-        for _ in range(rng.choice((1, 1, 2, 3))):
-            call_id += 1
-            name = rng.choice(TOOLS)["function"]["name"]
-            calls.append({"id": f"call_{seed}_{call_id}", "type": "function",
-                          "function": {"name": name, "arguments": _arguments(rng, name)}})
-        content = None if rng.random() < 0.6 else "Let me check. " + _words(rng, rng.randint(3, 20))
-        msgs.append({"role": "assistant", "content": content, "tool_calls": calls})
-        for c in calls:
-            msgs.append({"role": "tool", "tool_call_id": c["id"],
-                         "content": _tool_result(rng, c["function"]["name"], rng.randint(30, 700))})
-
-    for t in range(1, turns + 1):
-        user: dict[str, Any] = {"role": "user", "content": f"Turn {t}. " + _words(rng, rng.randint(6, 80))}
-        if names and rng.random() < 0.2:
-            user["name"] = "oncall_engineer"
-        msgs.append(user)
-        for _ in range(rng.choice((0, 1, 1, 2, 3))):
-            step()
-        msgs.append({"role": "assistant", "content": _words(rng, rng.randint(10, 150))})
-    msgs.append({"role": "user", "content": "Now the current question: " + _words(rng, 40)})
-    if end_mid_loop:
-        step()
-    return msgs
+# Generated agent sessions (tests/sessions.py) and their exchanges
 
 
 def last_user_index(messages: list[dict]) -> int:
@@ -330,27 +181,9 @@ def exchanges(messages: list[dict]) -> list[list[int]]:
 # The guarantees, as one checker
 
 
-def assert_valid_tool_structure(out: list[dict]) -> None:
-    """Every tool message answers a call made EARLIER; no assistant tool_calls lacks a result."""
-    called: set[str] = set()
-    pending: set[str] = set()
-    for i, m in enumerate(out):
-        if m["role"] == "tool":
-            tid = m["tool_call_id"]
-            assert tid in called, f"out[{i}] answers {tid!r}, which no earlier assistant message called"
-            assert tid in pending, f"out[{i}] answers {tid!r} a second time"
-            pending.discard(tid)
-            continue
-        assert not pending, f"out[{i}] ({m['role']}) comes before the results of {sorted(pending)}"
-        for call in m.get("tool_calls") or ():
-            called.add(call["id"])
-            pending.add(call["id"])
-    assert not pending, f"tool calls without results at the end: {sorted(pending)}"
-
-
 def assert_good_fit(inp: list[dict], out: list[dict], fit: ctxfast.Fit, ceiling: int, enc: Any,
                     tools: list[dict] | None = None, *, pinned_first_user: bool = False) -> None:
-    assert_valid_tool_structure(out)
+    assert_openai_tool_order(out)
     assert fit.ceiling == ceiling
     assert fit.total <= ceiling
     assert fit.total == cookbook_total(out, enc, tools), "fit.total is not the documented count of the output"
@@ -484,7 +317,7 @@ def _ceilings(inp: list[dict], enc: Any, tools: list[dict] | None) -> list[int]:
 @pytest.mark.parametrize("seed,turns,mid_loop", [(1, 14, False), (2, 25, True), (3, 8, False)])
 def test_sessions_default_policy(seed: int, turns: int, mid_loop: bool, encoding: str, encs: dict[str, Any]) -> None:
     enc = encs[encoding]
-    inp = agent_session(seed, turns, end_mid_loop=mid_loop)
+    inp = openai_session(seed, turns, end_mid_loop=mid_loop)
     tok = Tokenizer.from_encoding(encoding)
     snapshot = json.dumps(inp)
     outcomes = []
@@ -509,7 +342,7 @@ def test_sessions_default_policy(seed: int, turns: int, mid_loop: bool, encoding
 @pytest.mark.parametrize("policy", PRESETS)
 def test_sessions_every_preset(policy: str, encs: dict[str, Any]) -> None:
     enc = encs["o200k_base"]
-    inp = agent_session(11, 18)
+    inp = openai_session(11, 18)
     tok = Tokenizer.default()
     fitted = 0
     for ceiling in _ceilings(inp, enc, TOOLS):
@@ -528,7 +361,7 @@ def test_sessions_every_preset(policy: str, encs: dict[str, Any]) -> None:
 @pytest.mark.parametrize("ceiling_fraction", [0.6, 0.3, 0.12])
 def test_pin_first_user_keeps_it(ceiling_fraction: float, encs: dict[str, Any]) -> None:
     enc = encs["o200k_base"]
-    inp = agent_session(5, 20)
+    inp = openai_session(5, 20)
     first_user = next(m for m in inp if m["role"] == "user")
     ceiling = max(int(cookbook_total(inp, enc) * ceiling_fraction),
                   _protected(inp, enc, None) + cookbook_total([first_user], enc) - 3)
@@ -541,7 +374,7 @@ def test_pin_first_user_keeps_it(ceiling_fraction: float, encs: dict[str, Any]) 
 
 
 def test_round_trip_is_byte_identical(encs: dict[str, Any]) -> None:
-    inp = agent_session(7, 10, end_mid_loop=True)
+    inp = openai_session(7, 10, end_mid_loop=True)
     before = json.dumps(inp, ensure_ascii=False)
     full = cookbook_total(inp, encs["o200k_base"], TOOLS)
     for budget in (full, full + 1, 10**7, Budget(full + 4096, 4096)):
@@ -553,7 +386,7 @@ def test_round_trip_is_byte_identical(encs: dict[str, Any]) -> None:
 
 
 def test_one_token_short_evicts(encs: dict[str, Any]) -> None:
-    inp = agent_session(8, 6)
+    inp = openai_session(8, 6)
     full = cookbook_total(inp, encs["o200k_base"], TOOLS)
     out, fit = fit_messages(inp, full - 1, tools=TOOLS)
     assert fit.over_by == 1 and fit.total < full and fit.rungs_fired
@@ -562,7 +395,7 @@ def test_one_token_short_evicts(encs: dict[str, Any]) -> None:
 
 def test_current_turn_in_progress_is_never_digested(encs: dict[str, Any]) -> None:
     """Peer complaint: the latest user question summarised away mid tool loop."""
-    inp = agent_session(9, 12, end_mid_loop=True)
+    inp = openai_session(9, 12, end_mid_loop=True)
     start = last_user_index(inp)
     assert inp[-1]["role"] == "tool" and inp[start + 1].get("tool_calls")
     ceiling = _protected(inp, encs["o200k_base"], None)
@@ -572,7 +405,7 @@ def test_current_turn_in_progress_is_never_digested(encs: dict[str, Any]) -> Non
 
 
 def test_deterministic() -> None:
-    inp = agent_session(4, 16)
+    inp = openai_session(4, 16)
     a = fit_messages(inp, 3000, tools=TOOLS)
     b = fit_messages(copy.deepcopy(inp), 3000, tools=TOOLS)
     assert json.dumps(a[0]) == json.dumps(b[0])
@@ -580,7 +413,7 @@ def test_deterministic() -> None:
 
 
 def test_system_message_in_the_middle_is_protected(encs: dict[str, Any]) -> None:
-    inp = agent_session(12, 10)
+    inp = openai_session(12, 10)
     note = {"role": "developer", "content": "Operator note: the billing exporter is frozen today."}
     middle = next(i for i in range(len(inp) // 2, len(inp)) if inp[i]["role"] == "user")
     inp.insert(middle, note)
@@ -588,7 +421,7 @@ def test_system_message_in_the_middle_is_protected(encs: dict[str, Any]) -> None
     out, fit = fit_messages(inp, ceiling)
     assert any(m is note for m in out)
     assert fit.total <= ceiling
-    assert_valid_tool_structure(out)
+    assert_openai_tool_order(out)
 
 
 def test_truncate_rung_returns_copies(encs: dict[str, Any]) -> None:
@@ -601,14 +434,14 @@ def test_truncate_rung_returns_copies(encs: dict[str, Any]) -> None:
             {"name": "exchanges.drop", "layers": ["conversation", "tool_result"], "order": "oldest", "action": "drop"},
         ],
     })
-    inp = agent_session(13, 10)
+    inp = openai_session(13, 10)
     snapshot = json.dumps(inp)
     full = cookbook_total(inp, encs["o200k_base"])
     out, fit = fit_messages(inp, int(full * 0.7), policy=policy)
     assert fit.truncated, "the budget was meant to make the truncate rung fire"
     assert json.dumps(inp) == snapshot
     assert fit.total == cookbook_total(out, encs["o200k_base"]) <= int(full * 0.7)
-    assert_valid_tool_structure(out)
+    assert_openai_tool_order(out)
     originals = {m["tool_call_id"]: m for m in inp if m["role"] == "tool"}
     shortened = [m for m in out if m["role"] == "tool" and m is not originals[m["tool_call_id"]]]
     assert shortened
@@ -625,7 +458,7 @@ def test_property_any_session_any_budget(seed: int, turns: int, fraction: float,
                                          pin: bool, encs: dict[str, Any]) -> None:
     enc = encs["o200k_base"]
     tools = TOOLS if with_tools else None
-    inp = agent_session(seed, turns, end_mid_loop=mid_loop)
+    inp = openai_session(seed, turns, end_mid_loop=mid_loop)
     ceiling = max(1, int(cookbook_total(inp, enc, tools) * fraction))
     try:
         out, fit = fit_messages(inp, ceiling, tools=tools, pin_first_user=pin)
@@ -644,7 +477,7 @@ def test_property_any_session_any_budget(seed: int, turns: int, fraction: float,
 
 def test_unfittable_names_the_protected_parts(encs: dict[str, Any]) -> None:
     enc = encs["o200k_base"]
-    inp = agent_session(6, 5)
+    inp = openai_session(6, 5)
     protected = _protected(inp, enc, TOOLS)
     with pytest.raises(Unfittable) as info:
         fit_messages(inp, Budget(protected + 999, 1000), tools=TOOLS)
@@ -711,7 +544,7 @@ def test_reserve_not_below_window() -> None:
 
 def test_failing_counter_raises_instead_of_returning_the_input() -> None:
     """Peer complaint: a failed step silently hands back the untrimmed request."""
-    inp = agent_session(3, 4)
+    inp = openai_session(3, 4)
     with pytest.raises(CounterError):
         fit_messages(inp, 500, tokenizer=lambda text: 1 // 0)
     with pytest.raises(CounterError):
@@ -772,8 +605,10 @@ def test_surrogate_error_names_the_message() -> None:
             {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": \"\ud800\"}"}}]}], 100)
 
 
-def test_bug_trace_with_a_shared_label() -> None:
-    inp = agent_session(1, 14)
+def test_trace_merges_layers_that_share_a_label() -> None:
+    """Regression: under troubleshooting (conversation and tool_result both labelled 'history') the
+    trace listed 'history' twice and each row's layer_after followed only the first layer."""
+    inp = openai_session(1, 14)
     full = fit_messages(inp, 10**7)[1].total
     out, fit = fit_messages(inp, full * 9 // 10, policy="troubleshooting")
     assert fit.trace.rows

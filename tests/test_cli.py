@@ -21,6 +21,8 @@ import pytest
 from ctxfast import Budget, Policy, Tokenizer
 from ctxfast import anthropic as anthropic_adapter
 from ctxfast import openai as openai_adapter
+from helpers import words
+from sessions import anthropic_payload, assert_anthropic_tool_order, assert_openai_tool_order, openai_payload
 
 PRESETS = ("context_window", "troubleshooting", "seven_tier", "ranked", "agent")
 
@@ -54,58 +56,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str,
 
 
 # ----------------------------------------------------------------------------------------------
-# Payloads
-
-_WORDS = ("checkout service 502 deploy pod readiness selector upstream keepalive timeout replica canary "
-          "rollback latency error queue worker retry cache index migration café 日本語").split()
-
-
-def _words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(n)) + "."
-
-
-TOOLS_OPENAI = [{"type": "function", "function": {
-    "name": "tail_logs", "description": "The last lines of a service's logs.",
-    "parameters": {"type": "object", "properties": {
-        "service": {"type": "string", "description": "Service name", "enum": ["gateway", "checkout"]},
-        "minutes": {"type": "integer", "description": "How far back"}}}}}]
-TOOLS_ANTHROPIC = [{"name": "tail_logs", "description": "The last lines of a service's logs.",
-                    "input_schema": {"type": "object", "properties": {"service": {"type": "string"}}}}]
-
-
-def openai_payload(seed: int = 1, turns: int = 12) -> dict[str, Any]:
-    rng = random.Random(seed)
-    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are the on-call assistant. " + _words(rng, 80)}]
-    n = 0
-    for t in range(turns):
-        msgs.append({"role": "user", "content": f"Q{t}: " + _words(rng, rng.randint(5, 40))})
-        for _ in range(rng.choice((0, 1, 2))):
-            n += 1
-            msgs.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"call_{n}", "type": "function",
-                 "function": {"name": "tail_logs", "arguments": json.dumps({"service": "checkout", "minutes": n})}}]})
-            msgs.append({"role": "tool", "tool_call_id": f"call_{n}", "content": _words(rng, rng.randint(50, 400))})
-        msgs.append({"role": "assistant", "content": _words(rng, rng.randint(10, 80))})
-    msgs.append({"role": "user", "content": "Current question: " + _words(rng, 20)})
-    return {"model": "gpt-4o", "temperature": 0, "tools": TOOLS_OPENAI, "messages": msgs}
-
-
-def anthropic_payload(seed: int = 2, turns: int = 12) -> dict[str, Any]:
-    rng = random.Random(seed)
-    msgs: list[dict[str, Any]] = []
-    n = 0
-    for t in range(turns):
-        msgs.append({"role": "user", "content": f"Q{t}: " + _words(rng, rng.randint(5, 40))})
-        for _ in range(rng.choice((0, 1, 2))):
-            n += 1
-            msgs.append({"role": "assistant", "content": [
-                {"type": "tool_use", "id": f"toolu_{n}", "name": "tail_logs", "input": {"service": "checkout"}}]})
-            msgs.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": _words(rng, rng.randint(50, 400))}]})
-        msgs.append({"role": "assistant", "content": [{"type": "text", "text": _words(rng, rng.randint(10, 80))}]})
-    msgs.append({"role": "user", "content": "Current question: " + _words(rng, 20)})
-    return {"model": "claude-sonnet-4-5-20250929", "max_tokens": 1024,
-            "system": "You are the on-call assistant. " + _words(rng, 80), "tools": TOOLS_ANTHROPIC, "messages": msgs}
+# Payloads (tests/sessions.py)
 
 
 def write(path: Path, data: Any) -> Path:
@@ -121,30 +72,6 @@ def expected_fit(data: dict[str, Any], fmt: str, window: int, reserve: int, poli
                                               model=data.get("model"))
     return openai_adapter.fit_messages(data["messages"], Budget(window, reserve), tools=data.get("tools"),
                                        policy=policy, tokenizer=tok)
-
-
-def assert_openai_structure(messages: list[dict]) -> None:
-    called: set[str] = set()
-    pending: set[str] = set()
-    for m in messages:
-        if m["role"] == "tool":
-            assert m["tool_call_id"] in called and m["tool_call_id"] in pending
-            pending.discard(m["tool_call_id"])
-            continue
-        assert not pending
-        for c in m.get("tool_calls") or ():
-            called.add(c["id"])
-            pending.add(c["id"])
-    assert not pending
-
-
-def assert_anthropic_structure(messages: list[dict]) -> None:
-    assert messages[0]["role"] == "user"
-    for i, m in enumerate(messages):
-        for b in m["content"] if isinstance(m["content"], list) else ():
-            if b["type"] == "tool_result":
-                prev = messages[i - 1]["content"]
-                assert i and isinstance(prev, list) and any(x.get("id") == b["tool_use_id"] for x in prev)
 
 
 def occupancy_rows(stdout: str) -> dict[str, tuple[int, int]]:
@@ -205,7 +132,7 @@ def test_fit_openai_writes_a_valid_payload(tmp_path: Path, policy: str) -> None:
     out = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     messages, fit = expected_fit(data, "openai", window, reserve, Policy.preset(policy))
     assert out == {**data, "messages": messages}  # model, temperature, tools kept as they were
-    assert_openai_structure(out["messages"])
+    assert_openai_tool_order(out["messages"])
     assert out["messages"][0] == data["messages"][0] and out["messages"][-1] == data["messages"][-1]
     assert fit.total <= window - reserve
     lines = squash(proc.stdout)
@@ -248,7 +175,7 @@ def test_fit_anthropic(tmp_path: Path, explicit: bool) -> None:
     out = json.loads((tmp_path / "fitted.json").read_text(encoding="utf-8"))
     messages, fit = expected_fit(data, "anthropic", window, 2000, Policy.agent())
     assert out == {**data, "messages": messages}
-    assert_anthropic_structure(out["messages"])
+    assert_anthropic_tool_order(out["messages"])
     assert fit.total <= window - 2000 and fit.evicted
     # model= was passed: the documented tool-use system prompt for claude-sonnet-4-5 is in the count
     assert dict(fit.trace.start)["tools"] >= 496
@@ -311,7 +238,7 @@ def test_count_many_files_with_progress(tmp_path: Path) -> None:
     samples = ["", "x", "naïve café 日本語 🎉", "def f(x):\n    return x ** 2\n", '{"a": [1, 2, {"b": null}]}']
     for i in range(170):
         name = f"doc_{i:03d}.txt"
-        text = samples[i] if i < len(samples) else _words(rng, rng.randint(1, 400)) + "\n" * rng.randint(0, 3)
+        text = samples[i] if i < len(samples) else words(rng.randint(1, 400), rng) + "\n" * rng.randint(0, 3)
         (tmp_path / name).write_text(text, encoding="utf-8")
         names.append(name)
         expected[name] = tok.count(text)
@@ -431,12 +358,13 @@ def test_policy_show_unknown(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Bugs
+# Regressions
 
 
 @pytest.mark.parametrize("extra", [["--window", "-5"], ["--window", "abc"], [], ["--window", "100", "-o", "."]],
                          ids=["negative window", "non-integer window", "missing window", "output is a directory"])
-def test_bug_usage_errors_are_one_line(tmp_path: Path, extra: list[str]) -> None:
+def test_usage_errors_are_one_line(tmp_path: Path, extra: list[str]) -> None:
+    """Regression: click's own usage errors printed a 4-line 'Usage: ... Error: ...' block."""
     write(tmp_path / "p.json", GOOD)
     assert_one_line_error(run(tmp_path, "fit", "p.json", *extra), "window" if "-o" not in extra else ".")
 
@@ -447,13 +375,15 @@ def test_bug_usage_errors_are_one_line(tmp_path: Path, extra: list[str]) -> None
     {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": 7}]}]},
 ], ids=["tool_calls int", "tool_calls item str", "image_url int"])
 def test_malformed_fields_are_one_line_errors(tmp_path: Path, payload: dict) -> None:
+    """Regression: malformed fields the adapters did not validate crashed the CLI with a traceback."""
     write(tmp_path / "p.json", payload)
     proc = run(tmp_path, "fit", "p.json", "--window", "1000", "-o", "out.json")
     assert_one_line_error(proc, "p.json", "messages[")
     assert listing(tmp_path) == ["p.json"]
 
 
-def test_bug_tool_result_content_int_is_a_one_line_error(tmp_path: Path) -> None:
+def test_tool_result_content_int_is_a_one_line_error(tmp_path: Path) -> None:
+    """Regression: int tool_result content crashed the CLI with a traceback and exit status 1."""
     write(tmp_path / "p.json", {"system": "s", "messages": [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
@@ -463,13 +393,15 @@ def test_bug_tool_result_content_int_is_a_one_line_error(tmp_path: Path) -> None
     assert listing(tmp_path) == ["p.json"]
 
 
-def test_bug_missing_policy_file_message(tmp_path: Path) -> None:
+def test_missing_policy_file_is_named_as_the_policy(tmp_path: Path) -> None:
+    """Regression: a missing --policy file was reported as "PAYLOAD: [Errno 2] None: 'missing.toml'"."""
     write(tmp_path / "p.json", GOOD)
     line = assert_one_line_error(run(tmp_path, "fit", "p.json", "--window", "1000", "--policy", "missing.toml"))
     assert "None" not in line and not line.startswith("ctxfast: error: p.json")
 
 
-def test_bug_count_failure_with_progress_is_one_line(tmp_path: Path) -> None:
+def test_count_failure_with_progress_is_one_line(tmp_path: Path) -> None:
+    """Regression: with >= 128 files the live progress bar left an extra empty line on stderr."""
     names = []
     for i in range(150):
         (tmp_path / f"f{i}.txt").write_text(f"file {i}", encoding="utf-8")

@@ -15,31 +15,12 @@ import pytest
 
 import ctxfast
 from ctxfast import Budget, Policy, PromptLayer, Segment, Tokenizer, fit
+from helpers import raises_ctx
 
 L = PromptLayer
 
 ALL_LAYERS = [L.SYSTEM, L.TOOLS, L.PINNED, L.CURRENT_TURN, L.CONVERSATION, L.TOOL_RESULT, L.RETRIEVED, L.SUMMARY]
 PROTECTED = {L.SYSTEM, L.TOOLS, L.PINNED, L.CURRENT_TURN}
-
-
-def raises_ctx(builtin: type[BaseException], *names: str) -> Any:
-    """pytest.raises for a CtxfastError that is also `builtin`; the message must name `names`."""
-
-    class _Check:
-        def __enter__(self) -> Any:
-            self._cm = pytest.raises(builtin)
-            self.info = self._cm.__enter__()
-            return self.info
-
-        def __exit__(self, *exc: Any) -> bool:
-            handled = self._cm.__exit__(*exc)
-            err = self.info.value
-            assert isinstance(err, ctxfast.CtxfastError), f"{type(err).__mro__} is not a CtxfastError"
-            for name in names:
-                assert name in str(err), f"{name!r} not named in {str(err)!r}"
-            return bool(handled)
-
-    return _Check()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import ctxfast
-from conftest import ENCODINGS
+from helpers import ENCODINGS
 
 MEGABYTE = 1_000_000
 CORPORA = ("prose", "japanese", "code", "json")

@@ -34,6 +34,16 @@ valid_text = st.one_of(
 surrogate = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 
 
+def assert_truncates_to_a_prefix(tok: Tokenizer, text: str, total: int, limit: int) -> str:
+    """truncate(text, limit) is a prefix of text within the limit, and all of it when it fits."""
+    cut = tok.truncate(text, limit)
+    assert text.startswith(cut)
+    assert tok.count(cut) <= limit
+    if total <= limit:
+        assert cut == text
+    return cut
+
+
 @pytest.mark.parametrize("name", NAMES)
 @PROPS
 @given(text=valid_text)
@@ -60,12 +70,8 @@ def test_truncate_is_a_prefix_within_the_limit(name: str, text: str, data: st.Da
     tok = TOKENIZERS[name]
     total = tok.count(text)
     limit = data.draw(st.integers(min_value=0, max_value=total + 3), label="limit")
-    cut = tok.truncate(text, limit)
-    assert text.startswith(cut)
-    assert tok.count(cut) <= limit
-    if total <= limit:
-        assert cut == text
-    else:
+    cut = assert_truncates_to_a_prefix(tok, text, total, limit)
+    if total > limit:
         assert len(cut) < len(text)
     # more room never yields a shorter prefix
     assert len(tok.truncate(text, limit + 1)) >= len(cut)
@@ -144,11 +150,7 @@ def test_approximate_laws(text: str, cpt: float, data: st.DataObject) -> None:
     if cpt == 4.0:
         assert total == ctxfast.approximate_tokens(text)
     limit = data.draw(st.integers(min_value=0, max_value=total + 2), label="limit")
-    cut = tok.truncate(text, limit)
-    assert text.startswith(cut)
-    assert tok.count(cut) <= limit
-    if total <= limit:
-        assert cut == text
+    assert_truncates_to_a_prefix(tok, text, total, limit)
 
 
 @PROPS
@@ -160,11 +162,7 @@ def test_hf_laws(hf_tokenizer: Any, hf_reference: Any, text: str, data: st.DataO
     assert tok.count(text) == tok.count(text, cache=False) == len(ids)
     assert tok.decode(ids) == text
     limit = data.draw(st.integers(min_value=0, max_value=len(ids) + 2), label="limit")
-    cut = tok.truncate(text, limit)
-    assert text.startswith(cut)
-    assert tok.count(cut) <= limit
-    if len(ids) <= limit:
-        assert cut == text
+    assert_truncates_to_a_prefix(tok, text, len(ids), limit)
 
 
 _HF_COUNTERS: dict[int, Tokenizer] = {}

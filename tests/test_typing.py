@@ -6,10 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("mypy")
-
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "ctxfast"
 
 

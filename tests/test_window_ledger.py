@@ -17,6 +17,7 @@ import pytest
 
 import ctxfast
 from ctxfast import ContextWindow, Policy, PromptLayer, Segment, Tokenizer
+from helpers import word_count, words
 
 L = PromptLayer
 ABSENT = {"evicted_recoverable", "evicted_dispensable", "rewritten"}
@@ -25,14 +26,6 @@ STATUSES = ABSENT | {"held", "truncated"}
 
 def seg(n: int, layer: PromptLayer = L.CONVERSATION, key: str | None = None, score: float = 0.0, **kw) -> Segment:
     return Segment(f"<{key or 'anon'} {n}>", layer, key, score, tokens=n, **kw)
-
-
-def words(n: int, tag: str = "w") -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
-
-
-def word_count(text: str) -> int:
-    return len(text.split())
 
 
 def keys(segments) -> list[str | None]:
@@ -68,10 +61,10 @@ def test_every_absent_key_has_exactly_one_reason():
     w = ContextWindow(3000, tokenizer=word_count, policy=Policy.troubleshooting())
     w.admit(Segment("system prompt here", L.SYSTEM, "sys"))
     for i in range(6):
-        w.admit(Segment(words(20, f"u{i}_"), L.CONVERSATION, f"u{i}"))
+        w.admit(Segment(words(20, tag=f"u{i}_"), L.CONVERSATION, f"u{i}"))
     for i, score in enumerate([0.9, 0.8, 0.7, 0.6, 0.5, 0.1]):
-        w.admit(Segment(words(400, f"r{i}_"), L.RETRIEVED, f"r{i}", score, recoverable=i == 5))
-    w.admit(Segment(words(60, "doc"), L.RETRIEVED, "doc", 0.95, recoverable=True))
+        w.admit(Segment(words(400, tag=f"r{i}_"), L.RETRIEVED, f"r{i}", score, recoverable=i == 5))
+    w.admit(Segment(words(60, tag="doc"), L.RETRIEVED, "doc", 0.95, recoverable=True))
     assert w.tokens == 3 + 120 + 2400 + 60
     assert w.fit() == []
     assert w.cycle == 1
@@ -79,8 +72,8 @@ def test_every_absent_key_has_exactly_one_reason():
     w.discard("r4")
     assert w.rewrite("u2", "the second exchange, briefly", provenance="summariser-v1") is True
     # ...then a question and a large pinned document arrive: 930 over the ceiling
-    w.admit(Segment(words(30, "q"), L.CURRENT_TURN, "q"))
-    w.admit(Segment(words(1727, "pin"), L.PINNED, "pin"))
+    w.admit(Segment(words(30, tag="q"), L.CURRENT_TURN, "q"))
+    w.admit(Segment(words(1727, tag="pin"), L.PINNED, "pin"))
     assert w.tokens == 3000 + 930
     gone = w.fit()
 
@@ -264,7 +257,7 @@ def test_the_surrogate_frees_the_key():
 def test_a_rewrite_in_a_busy_cycle_is_deferred_to_the_fit():
     w = _quiet_window(n=40)
     held_before = w.tokens  # 41
-    w.admit(Segment(words(20, "new"), L.RETRIEVED, "fresh-read", 0.5))  # non-recoverable
+    w.admit(Segment(words(20, tag="new"), L.RETRIEVED, "fresh-read", 0.5))  # non-recoverable
     assert w.rewrite("long", "gist of it", provenance="m") is False
     # nothing happened yet
     assert "long" in w
@@ -292,8 +285,8 @@ def test_the_deferred_original_is_what_makes_that_fit_evict():
     w = ContextWindow(70, tokenizer=word_count)
     w.admit(Segment(words(40), L.PINNED, "long"))
     w.fit()
-    w.admit(Segment(words(10, "x"), L.RETRIEVED, "low", 0.1))
-    w.admit(Segment(words(25, "y"), L.RETRIEVED, "high", 0.9))
+    w.admit(Segment(words(10, tag="x"), L.RETRIEVED, "low", 0.1))
+    w.admit(Segment(words(25, tag="y"), L.RETRIEVED, "high", 0.9))
     assert w.rewrite("long", "gist", provenance="m") is False
     # 40 + 10 + 25 = 75 > 70: the fit counts the original and makes room for it. Had the
     # surrogate (7 words) been spent first, 7 + 35 would fit and nothing would leave.
@@ -308,7 +301,7 @@ def test_a_deferred_rewrite_whose_original_the_fit_evicted_is_dropped():
     w = ContextWindow(60, tokenizer=word_count)
     w.admit(Segment(words(40), L.CONVERSATION, "long"))
     w.fit()
-    w.admit(Segment(words(30, "n"), L.RETRIEVED, "new", 0.5))
+    w.admit(Segment(words(30, tag="n"), L.RETRIEVED, "new", 0.5))
     assert w.rewrite("long", "gist", provenance="m") is False
     assert keys(w.fit()) == ["long"]
     x = w.why("long")
@@ -320,17 +313,17 @@ def test_a_deferred_rewrite_whose_original_the_fit_evicted_is_dropped():
 
 def test_recoverable_admissions_do_not_make_a_cycle_busy():
     w = _quiet_window()
-    w.admit(Segment(words(20, "r"), L.RETRIEVED, "refetchable", 0.5, recoverable=True))
-    assert not w.admit(Segment(words(20, "r"), L.RETRIEVED, "after", 0.5))  # a refused duplicate neither
+    w.admit(Segment(words(20, tag="r"), L.RETRIEVED, "refetchable", 0.5, recoverable=True))
+    assert not w.admit(Segment(words(20, tag="r"), L.RETRIEVED, "after", 0.5))  # a refused duplicate neither
     assert w.rewrite("long", "gist", provenance="m") is True
     assert w.why("long").status == "rewritten"
 
 
 def test_the_cycle_after_a_fit_is_quiet_again():
     w = _quiet_window()
-    w.admit(Segment(words(5, "n"), L.CONVERSATION, "n1"))
+    w.admit(Segment(words(5, tag="n"), L.CONVERSATION, "n1"))
     assert w.rewrite("long", "gist", provenance="m") is False
-    w.admit(Segment(words(50, "z"), L.CONVERSATION, "big"))
+    w.admit(Segment(words(50, tag="z"), L.CONVERSATION, "big"))
     w.fit()
     assert w.why("long").status == "rewritten"
     assert w.rewrite("big", "gist of big", provenance="m") is True
@@ -338,7 +331,7 @@ def test_the_cycle_after_a_fit_is_quiet_again():
 
 def test_a_second_deferred_rewrite_of_the_same_key_replaces_the_first():
     w = _quiet_window()
-    w.admit(Segment(words(5, "n"), L.CONVERSATION, "n1"))
+    w.admit(Segment(words(5, tag="n"), L.CONVERSATION, "n1"))
     assert w.rewrite("long", "first gist", provenance="m1") is False
     assert w.rewrite("long", "second gist", provenance="m2") is False
     w.fit()
@@ -353,7 +346,7 @@ def test_a_deferred_rewrite_does_not_land_on_a_later_segment_with_the_same_key()
     w = ContextWindow(1000, tokenizer=word_count)
     w.admit(Segment(words(100), L.CONVERSATION, "a"))
     w.fit()
-    w.admit(Segment(words(10, "n"), L.CONVERSATION, "n"))
+    w.admit(Segment(words(10, tag="n"), L.CONVERSATION, "n"))
     assert w.rewrite("a", "summary of the old a", provenance="m") is False
     w.discard("a")  # the caller drops the original instead
     fresh = Segment("brand new content for a", L.CONVERSATION, "a")
@@ -518,13 +511,13 @@ def test_digest_never_grows_a_non_recoverable_exchange():
 
 def test_the_counters_match_what_happened():
     w = ContextWindow(200, tokenizer=word_count)
-    w.admit(Segment(words(20, "s"), L.SYSTEM, "sys"))
+    w.admit(Segment(words(20, tag="s"), L.SYSTEM, "sys"))
     expected_evictions = fits_that_evicted = 0
     history = []
     for turn in range(8):
-        w.admit(Segment(words(30, f"u{turn}_"), L.CONVERSATION, f"u{turn}"))
-        w.admit(Segment(words(15, f"r{turn}_"), L.RETRIEVED, f"r{turn}", (turn % 3) / 3))
-        w.admit(Segment(words(15, f"r{turn}_"), L.PINNED, f"r{turn}"))  # refused
+        w.admit(Segment(words(30, tag=f"u{turn}_"), L.CONVERSATION, f"u{turn}"))
+        w.admit(Segment(words(15, tag=f"r{turn}_"), L.RETRIEVED, f"r{turn}", (turn % 3) / 3))
+        w.admit(Segment(words(15, tag=f"r{turn}_"), L.PINNED, f"r{turn}"))  # refused
         if turn == 3:
             w.discard("r3")
         if turn == 5:

@@ -264,6 +264,7 @@ def test_the_embedded_tokenizer_comes_along_and_a_callable_must_be_given_again()
     assert state(pickle.loads(pickle.dumps(w))) == state(w)
 
 
+# Not helpers.word_count: a child process loads this module by its path, without tests/ on sys.path.
 def word_count(text: str) -> int:
     return len(text.split())
 

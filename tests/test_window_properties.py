@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import ctxfast
 from ctxfast import ContextWindow, Policy, PromptLayer, Segment
+from helpers import word_count, words
 
 L = PromptLayer
 PROTECTED = {L.SYSTEM, L.TOOLS, L.PINNED, L.CURRENT_TURN}
@@ -32,14 +33,6 @@ DIGEST_POLICY = {
         {"name": "retrieval", "layers": ["retrieved"], "order": "lowest_score", "action": "drop"},
     ],
 }
-
-
-def word_count(text: str) -> int:
-    return len(text.split())
-
-
-def words(n: int, tag: str) -> str:
-    return " ".join([tag] + ["w"] * (n - 1)) if n > 0 else ""
 
 
 def policy_for(name: str) -> Policy:
@@ -66,7 +59,7 @@ class WindowMachine(RuleBasedStateMachine):
         self.digest_calls = 0
         self.step = 0
         if system:
-            self.w.admit(Segment(words(system, "system"), L.SYSTEM, tokens=system))
+            self.w.admit(Segment(words(system, tag="system", numbered=False), L.SYSTEM, tokens=system))
             self.busy = True
 
     # ---- helpers --------------------------------------------------------------------------------
@@ -94,7 +87,7 @@ class WindowMachine(RuleBasedStateMachine):
     )
     def admit(self, layer, key, n, given, score, recoverable, stale, group):
         was_held = key is not None and key in self.w
-        s = Segment(words(n, key or "anon"), layer, key, score, tokens=n if given else None,
+        s = Segment(words(n, tag=key or "anon", numbered=False), layer, key, score, tokens=n if given else None,
                     recoverable=recoverable, stale=stale, group=group)
         before = self.w.tokens
         ok = self.w.admit(s)
@@ -118,7 +111,7 @@ class WindowMachine(RuleBasedStateMachine):
         call = Segment(f"calling grep step {self.step}", L.CONVERSATION, f"{key}-call", group=g,
                        meta={"tool": "grep", "arguments": {"q": key}, "step": self.step})
         assert self.w.admit(call)
-        assert self.w.admit(Segment(words(n, key), L.TOOL_RESULT, key, group=g))
+        assert self.w.admit(Segment(words(n, tag=key, numbered=False), L.TOOL_RESULT, key, group=g))
         self.ever |= {key, f"{key}-call"}
         self.busy = True
 
@@ -170,7 +163,7 @@ class WindowMachine(RuleBasedStateMachine):
         w = self.w
         provenance = "model" if tagged else None
         s = self.held(key)
-        text = words(n, "gist")
+        text = words(n, tag="gist", numbered=False)
         try:
             result = w.rewrite(key, text, provenance=provenance)
         except ctxfast.UntaggedRewriteError:

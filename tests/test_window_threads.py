@@ -17,20 +17,18 @@ import pytest
 
 import ctxfast
 from ctxfast import ContextWindow, Policy, PromptLayer, Segment
+from helpers import word_count, words
 
 L = PromptLayer
 THREADS = 8
 
+#: Words, emoji and code punctuation: the native tokenizer meets several kinds of piece at once.
 VOCAB = ("exporter timeout retry queue shipment lane carrier rate config pool drain canary window "
          "token budget policy café 日本語 🎉 def return {} [] 4500ms").split()
 
 
 def text(rng: random.Random, n: int, tag: str) -> str:
-    return f"[{tag}] " + " ".join(rng.choice(VOCAB) for _ in range(n))
-
-
-def word_count(s: str) -> int:
-    return len(s.split())
+    return f"[{tag}] " + words(n, rng, vocabulary=VOCAB)
 
 
 # ---- one window per conversation -----------------------------------------------------------------
@@ -178,7 +176,6 @@ def test_many_threads_hammering_one_window(tokenizer, policy):
         t.join(timeout=120)
         assert not t.is_alive(), "a thread is stuck (deadlock?)"
     assert errors == [], errors[:5]
-    assert not any("borrow" in e[3].lower() for e in errors)
 
     led = w.ledger
     assert led.balanced

@@ -159,23 +159,25 @@ def test_marking_a_segment_stale_does_not_move_the_cut():
     assert w.stable_prefix_tokens == 350
 
 
-def test_a_watermark_fit_keeps_the_window_within_the_real_ceiling():
+def watermark_session() -> ContextWindow:
+    """A 1,000-token window with a 0.7 watermark: a system prompt, then 12 turns, fitted after each."""
     w = ContextWindow(1000, low_watermark=0.7)
     w.admit(seg(100, L.SYSTEM, "sys"))
     for t in range(12):
         w.admit(seg(80, L.CONVERSATION, f"m{t}"))
         w.fit()
+    return w
+
+
+def test_a_watermark_fit_keeps_the_window_within_the_real_ceiling():
+    w = watermark_session()
     f = w.last_fit
     assert f.evicted, "the last fit is the one that evicted down to the watermark"
     assert f.total == w.tokens <= 700
 
 
 def test_a_watermark_fit_reports_the_real_ceiling():
-    w = ContextWindow(1000, low_watermark=0.7)
-    w.admit(seg(100, L.SYSTEM, "sys"))
-    for t in range(12):
-        w.admit(seg(80, L.CONVERSATION, f"m{t}"))
-        w.fit()
+    w = watermark_session()
     f = w.last_fit
     assert f.ceiling == w.ceiling == 1000
     assert f.over_by == 60
