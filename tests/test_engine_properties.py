@@ -170,8 +170,18 @@ def check_unfittable(err: ctxfast.Unfittable, segs: list[Segment], budget: Budge
     # named with its size.
     labels = layer_labels(policy)
     protected = [segs[i] for u in units_of(segs) if u.protected for i in u.members]
-    named = sorted((label.split(" ")[0], n) for label, n in err.components)
-    assert named == sorted((labels[s.layer], cost(s)) for s in protected)
+    if protected:
+        named = sorted((label.split(" ")[0], n) for label, n in err.components)
+        assert named == sorted((labels[s.layer], cost(s)) for s in protected)
+    elif err.components:
+        # Nothing is protected and one unit is left: it is never dropped (a request is never
+        # empty), and the error names it.
+        [(label, n)] = err.components
+        assert label.startswith("last unit, ") and "never empty" in label
+        assert n == err.total - err.floor_tokens
+    else:
+        # Nothing is protected; the floors kept what is left.
+        assert err.floor_tokens == err.total
     message = str(err)
     assert f"short by {err.shortfall:,}" in message
     for label, n in err.components:
@@ -305,8 +315,28 @@ def test_fit_is_deterministic(policy_name: str, case: tuple[list[Segment], Budge
 # Each preset's order, checked against SPEC section 4 on random requests
 
 
+def drops_fit(order: list[Unit], all_units: list[Unit], ceiling: int) -> bool:
+    """Whether dropping whole units in `order` gets the request under `ceiling`: zero-token units
+    free nothing and are passed over, and the last unit left is never dropped (a request is
+    never empty)."""
+    total = sum(u.tokens for u in all_units)
+    live = len(all_units)
+    for u in order:
+        if total <= ceiling:
+            break
+        if u.tokens == 0:
+            continue
+        if live <= 1:
+            break
+        total -= u.tokens
+        live -= 1
+    return total <= ceiling
+
+
 def assert_removed_prefix(removed: list[Unit], expected_order: list[Unit]) -> None:
-    assert [u.name for u in removed] == [u.name for u in expected_order[: len(removed)]]
+    # Zero-token units free nothing, so a drop rung passes them over.
+    expected = [u for u in expected_order if u.tokens > 0]
+    assert [u.name for u in removed] == [u.name for u in expected[: len(removed)]]
 
 
 @SETTINGS
@@ -315,14 +345,14 @@ def test_context_window_order(case: tuple[list[Segment], Budget]) -> None:
     """Conversation (with tool results and summaries) oldest first, then retrieved by score."""
     segs, budget = case
     f = run(segs, budget, Policy.context_window())
-    # No floors: it is unfittable exactly when the protected units alone are over the ceiling.
-    protected_tokens = sum(u.tokens for u in units_of(segs) if u.protected)
-    assert isinstance(f, ctxfast.Unfittable) == (protected_tokens > budget.ceiling)
-    if not isinstance(f, ctxfast.Fit):
-        return
     units = [u for u in units_of(segs) if not u.protected]
     history = sorted((u for u in units if u.layers & HISTORY), key=lambda u: u.position)
     retrieved = sorted((u for u in units if not u.layers & HISTORY), key=lambda u: (u.score, u.position))
+    # No floors: it is unfittable exactly when dropping in order cannot get under the ceiling,
+    # i.e. the protected units alone are over it, or only the last unit would be left.
+    assert isinstance(f, ctxfast.Unfittable) == (not drops_fit(history + retrieved, units_of(segs), budget.ceiling))
+    if not isinstance(f, ctxfast.Fit):
+        return
     removed = removal_units(f, segs)
     assert_removed_prefix([u for _, u in removed], history + retrieved)
     for rung, u in removed:
@@ -343,12 +373,13 @@ def test_ranked_order_and_pinned_last_exchanges(keep_last: int, case: tuple[list
     units = [u for u in units_of(segs) if not u.protected]
     exchanges = [u for u in units if u.exchange]
     pinned = {u.name for u in exchanges[max(0, len(exchanges) - keep_last):]} if keep_last else set()
-    # Unfittable exactly when the protected units plus the pinned exchanges are over.
-    floor = sum(u.tokens for u in units_of(segs) if u.protected or u.name in pinned)
-    assert isinstance(f, ctxfast.Unfittable) == (floor > budget.ceiling)
+    # Unfittable exactly when dropping the candidates in rank order cannot get under the
+    # ceiling: the protected units plus the pinned exchanges are over it, or only the last unit
+    # would be left.
+    candidates = sorted((u for u in units if u.name not in pinned), key=rank_key)
+    assert isinstance(f, ctxfast.Unfittable) == (not drops_fit(candidates, units_of(segs), budget.ceiling))
     if not isinstance(f, ctxfast.Fit):
         return
-    candidates = sorted((u for u in units if u.name not in pinned), key=rank_key)
     removed = [u for _, u in removal_units(f, segs)]
     assert_removed_prefix(removed, candidates)
     assert not pinned & {u.name for u in removed}

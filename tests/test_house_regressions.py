@@ -151,3 +151,14 @@ def test_a_surrogate_in_a_tool_schema_is_named_by_the_adapter() -> None:
     with pytest.raises(ctxfast.TextEncodingError, match=r"^messages\[3\] contains a lone surrogate") as info:
         ctxfast.openai.fit_messages(messages, Budget(4000), tools=tools)
     assert info.value.index == 3
+
+
+def test_a_truncated_segment_with_a_given_count_states_its_whole_cost() -> None:
+    """Regression: the shortened copy of a segment whose ``tokens=`` covered more than its text
+    came back with ``tokens=None``, so its own count (2) disagreed with ``Fit.total`` (128)."""
+    segs = [Segment("segment 0", L.RETRIEVED, key="k0", tokens=129), Segment("segment 1", L.CONVERSATION, key="k1", tokens=0)]
+    f = ctxfast.fit(segs, Budget(128), Policy.troubleshooting())
+    assert f.total == 128
+    [t] = f.truncated
+    assert t.segment.tokens == t.tokens_after == 128
+    assert sum(s.tokens if s.tokens is not None else s.count() for s in f.kept) == f.total

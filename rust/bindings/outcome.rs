@@ -251,7 +251,9 @@ pub fn build_fit(
                 let orig = segs[*index].get();
                 let mut data = (*orig.data).clone();
                 data.text = text.clone();
-                data.tokens = None;
+                // A caller-given count covered framing beyond the text; the shortened copy keeps
+                // stating its whole cost, so its count and the fit's total agree.
+                data.tokens = data.tokens.map(|_| *tokens);
                 let s = Py::new(py, Segment::with_count(data, orig.meta_ref(py), counter_id, *tokens))?;
                 shortened.insert(*index, s.clone_ref(py));
                 s

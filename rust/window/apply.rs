@@ -129,7 +129,9 @@ impl Window {
             let before = e.tokens;
             let mut data = (*e.seg).clone();
             data.text = text.to_string();
-            data.tokens = None;
+            // A caller-given count covered framing beyond the text; the shortened copy keeps
+            // stating its whole cost, so its count and the fit's total agree.
+            data.tokens = data.tokens.map(|_| t.after);
             e.seg = Arc::new(data);
             e.tokens = t.after;
             e.version += 1;
