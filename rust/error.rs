@@ -37,6 +37,9 @@ pub enum CtxError {
     /// Saved state that cannot be restored.
     #[error("{0}")]
     State(String),
+    /// The caller interrupted a long call (Ctrl-C); the bindings re-raise the signal's own error.
+    #[error("interrupted")]
+    Interrupted,
     /// The protected set plus the floors do not fit under the ceiling.
     #[error("{}", .0.message())]
     Unfittable(Box<Unfittable>),

@@ -1075,6 +1075,7 @@ class ContextWindow:
         reserve: int | None = None,
         *,
         low_watermark: float | None = None,
+        why_horizon: int | None = None,
     ) -> ContextWindow:
         """Makes an empty window.
 
@@ -1089,9 +1090,14 @@ class ContextWindow:
                 the cut and the provider's prompt cache survives. If the protected set and
                 floors cannot get that low, the fit targets the ceiling. None (the default)
                 and 1.0 evict just to the ceiling.
+            why_horizon: Opt-in bound on the ``why`` history: the answer for a key that left
+                more than this many fits ago is forgotten (``why`` then raises
+                ``UnknownKeyError``), so a long conversation's ledger and saved state stay
+                bounded by what is held. None (the default) keeps every answer, as the ledger
+                promises; held keys always keep theirs.
 
         Raises:
-            InvalidArgumentError: ``limit_tokens`` is 0, ``reserve >= limit_tokens``,
+            InvalidArgumentError: ``limit_tokens`` is 0 or above 2**48 - 1, ``reserve >= limit_tokens``,
                 ``low_watermark`` is outside (0, 1], or ``policy`` names no preset.
             ArgumentTypeError: An argument has the wrong type.
         """
@@ -1260,6 +1266,9 @@ class ContextWindow:
     @property
     def low_watermark(self) -> float | None:
         """The fraction of the ceiling an evicting fit goes down to, or None."""
+    @property
+    def why_horizon(self) -> int | None:
+        """Fits a key's ``why`` answer is kept after it leaves, or None (kept for good)."""
     @property
     def cycle(self) -> int:
         """Fits completed so far; a cycle is the admissions since the previous fit."""

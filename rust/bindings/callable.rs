@@ -100,4 +100,7 @@ impl TokenSource for CallableCounter<'_> {
     fn count_joined(&self, texts: &[&str], _: &[usize], sep: &str) -> CtxResult<usize> {
         self.keep(call_counter(self.py, self.func, &texts.join(sep)))
     }
+    fn interrupted(&self) -> CtxResult<()> {
+        self.keep(self.py.check_signals())
+    }
 }

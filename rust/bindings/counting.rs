@@ -6,7 +6,7 @@ use pyo3::types::PyDict;
 
 use super::args;
 use super::callable::CallableCounter;
-use super::gil::{self, Work};
+use super::gil::{self, Interrupt, Interruptible, Work};
 use super::tokenizer::Tokenizer;
 use crate::engine::TokenSource;
 use crate::error::CtxResult;
@@ -76,7 +76,12 @@ where
     F: Send + FnOnce(&dyn TokenSource) -> CtxResult<T>,
 {
     match (tok.native_counter(), tok.callable()) {
-        (Some(c), _) => Ok(gil::run(py, Work::Items(items), || f(c.as_ref()))?),
+        (Some(c), _) => {
+            let interrupt = Interrupt::default();
+            let source = Interruptible { source: c.as_ref(), interrupt: &interrupt };
+            let result = gil::run(py, Work::Items(items), || f(&source));
+            interrupt.settle(result)
+        }
         (None, Some((func, cache))) => {
             let counter = CallableCounter::new(py, func, cache);
             let result = f(&counter);

@@ -43,6 +43,8 @@ impl From<CtxError> for PyErr {
             CtxError::UntaggedRewrite(m) => UntaggedRewriteError::new_err(m),
             CtxError::LedgerInconsistency(m) => BudgetLedgerInconsistency::new_err(m),
             CtxError::Unfittable(u) => unfittable(&u),
+            // Normally the signal's own exception is raised in its place (`gil::Interrupt`).
+            CtxError::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"),
         }
     }
 }

@@ -9,9 +9,9 @@ use pyo3::types::{PyString, PyTuple};
 use super::args;
 use super::callable::{call_counter, truncate_by_calls};
 use super::errors::{file_error, FileKind, InvalidArgumentError, TokenizerLoadError, UnsupportedOperationError};
-use super::gil::{self, Work};
+use super::gil::{self, Interrupt, Work};
 use crate::cache::{CacheInfo as CoreCacheInfo, CountCache, DEFAULT_CAPACITY};
-use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
+use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN, INTERRUPT_CHUNK_BYTES};
 
 /// What counts: a native engine (with its cache), or the user's callable (with one of its own).
 enum Backend {
@@ -108,6 +108,11 @@ impl Tokenizer {
 
     pub fn count_str(&self, py: Python<'_>, text: &str, use_cache: bool) -> PyResult<usize> {
         match &self.backend {
+            Backend::Native(c) if text.len() >= INTERRUPT_CHUNK_BYTES => {
+                let interrupt = Interrupt::default();
+                let result = py.detach(|| c.count_interruptible(text, use_cache, &|| interrupt.check()));
+                interrupt.settle(result)
+            }
             Backend::Native(c) => Ok(gil::run(py, Work::Bytes(text.len()), || c.count_with(text, use_cache))?),
             Backend::Callable { func, cache, .. } => {
                 if use_cache {
@@ -122,8 +127,23 @@ impl Tokenizer {
     pub fn count_strs(&self, py: Python<'_>, texts: &[&str], use_cache: bool) -> PyResult<Vec<usize>> {
         match &self.backend {
             Backend::Native(c) => {
-                let bytes = texts.iter().map(|t| t.len()).sum();
-                Ok(gil::run(py, Work::Bytes(bytes), || c.count_many(texts, use_cache))?)
+                // In batches of about INTERRUPT_CHUNK_BYTES, with a Ctrl-C check between them.
+                let mut out = Vec::with_capacity(texts.len());
+                let mut start = 0;
+                while start < texts.len() {
+                    let (mut end, mut bytes) = (start, 0usize);
+                    while end < texts.len() && (end == start || bytes + texts[end].len() <= INTERRUPT_CHUNK_BYTES) {
+                        bytes += texts[end].len();
+                        end += 1;
+                    }
+                    let batch = &texts[start..end];
+                    out.extend(gil::run(py, Work::Bytes(bytes), || c.count_many(batch, use_cache))?);
+                    if end < texts.len() {
+                        py.check_signals()?;
+                    }
+                    start = end;
+                }
+                Ok(out)
             }
             Backend::Callable { .. } => texts.iter().map(|t| self.count_str(py, t, use_cache)).collect(),
         }

@@ -14,6 +14,9 @@ use super::source::TokenSource;
 use crate::error::CtxResult;
 use crate::limits::{signed, unsigned};
 
+/// Units between checks for an interruption (Ctrl-C) in a long rung: ~1 ms of work.
+const INTERRUPT_EVERY: usize = 4096;
+
 pub(super) struct Ladder<'a> {
     pub(super) segs: &'a [&'a SegmentData],
     pub(super) policy: &'a Policy,
@@ -311,9 +314,13 @@ impl<'a> Ladder<'a> {
 
         let mut rung_tokens: usize = eligible.iter().map(|&u| self.unit_tokens(u)).sum();
         let mut rows = Vec::new();
-        for u in order {
+        self.counter.interrupted()?;
+        for (step, u) in order.into_iter().enumerate() {
             if self.over() <= 0 {
                 break;
+            }
+            if step % INTERRUPT_EVERY == INTERRUPT_EVERY - 1 {
+                self.counter.interrupted()?;
             }
             let before_total = self.total();
             let before_unit = self.unit_tokens(u);

@@ -10,6 +10,10 @@ pub trait TokenSource {
     fn truncate(&self, text: &str, max_tokens: usize) -> CtxResult<String>;
     /// Exact count of `texts.join(sep)` given each text's exact count.
     fn count_joined(&self, texts: &[&str], counts: &[usize], sep: &str) -> CtxResult<usize>;
+    /// Called every few thousand units of ladder work: an error (Ctrl-C, say) stops the fit.
+    fn interrupted(&self) -> CtxResult<()> {
+        Ok(())
+    }
 }
 
 /// The native tokenizers drive the ladder directly: no Python anywhere in the loop.

@@ -23,6 +23,26 @@ fn is_anchor(text: &str, i: usize) -> bool {
     i > 0 && text.as_bytes().get(i - 1) == Some(&b'\n') && text[i..].chars().next().is_some_and(anchors)
 }
 
+/// Where a long text can be cut so that its count is the sum of its pieces' counts: anchors
+/// roughly every `chunk` bytes (none when the text has no anchor past a boundary).
+pub fn cut_points(text: &str, chunk: usize) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let mut from = chunk;
+    while from < text.len() {
+        let next = text.get(from..).and_then(|rest| {
+            rest.match_indices('\n').map(|(i, _)| from + i + 1).find(|&i| is_anchor(text, i))
+        });
+        match next {
+            Some(at) => {
+                cuts.push(at);
+                from = at + chunk;
+            }
+            None => break,
+        }
+    }
+    cuts
+}
+
 fn first_anchor(text: &str) -> Option<usize> {
     text.match_indices('\n')
         .map(|(i, _)| i + 1)

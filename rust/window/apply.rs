@@ -68,6 +68,7 @@ impl Window {
         self.stable_prefix_tokens = self.entries.iter().take(common).map(|e| e.tokens).sum();
         self.last_kept = kept;
         self.cycle += 1;
+        self.forget_old_whys();
         self.fresh_unrecoverable = false;
         Ok(WindowFit { outcome, ids, changes, stable_prefix_tokens: self.stable_prefix_tokens })
     }

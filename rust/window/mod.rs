@@ -97,6 +97,10 @@ pub struct Window {
     totals: Totals,
     last_kept: Vec<(u64, u32)>,
     stable_prefix_tokens: usize,
+    /// Opt-in: forget the `why` answers of keys absent for more than this many cycles, so a
+    /// long-lived conversation's ledger (and its saved state) stays bounded. None keeps them all.
+    #[serde(default)]
+    why_horizon: Option<u64>,
 }
 
 mod policy_serde {
@@ -152,6 +156,7 @@ impl Window {
             totals: Totals::default(),
             last_kept: Vec::new(),
             stable_prefix_tokens: 0,
+            why_horizon: None,
         })
     }
 
@@ -198,9 +203,31 @@ impl Window {
     }
 
     pub fn why(&self, key: &str) -> CtxResult<&Why> {
-        self.why
-            .get(key)
-            .ok_or_else(|| CtxError::UnknownKey(format!("key {key:?} was never admitted to this window")))
+        self.why.get(key).ok_or_else(|| {
+            let forgotten = match self.why_horizon {
+                Some(h) => format!(" (or left it more than why_horizon={h} cycles ago)"),
+                None => String::new(),
+            };
+            CtxError::UnknownKey(format!("key {key:?} was never admitted to this window{forgotten}"))
+        })
+    }
+
+    pub fn why_horizon(&self) -> Option<u64> {
+        self.why_horizon
+    }
+
+    /// Bounds the `why` history: answers for keys absent longer than `cycles` fits are dropped.
+    pub fn set_why_horizon(&mut self, cycles: Option<u64>) {
+        self.why_horizon = cycles;
+        self.forget_old_whys();
+    }
+
+    /// Drops the answers of keys that left more than `why_horizon` cycles ago; held keys always
+    /// keep theirs.
+    pub(super) fn forget_old_whys(&mut self) {
+        let Some(h) = self.why_horizon else { return };
+        let now = self.cycle;
+        self.why.retain(|_, w| matches!(w.status, Status::Held | Status::Truncated) || now.saturating_sub(w.cycle) <= h);
     }
 
     pub fn whys(&self) -> impl Iterator<Item = &Why> {

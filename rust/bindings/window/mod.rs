@@ -34,7 +34,8 @@ use state::{lock, Guarded, State};
 #[pymethods]
 impl ContextWindow {
     #[new]
-    #[pyo3(signature = (limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None))]
+    #[pyo3(signature = (limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None, why_horizon=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         limit_tokens: &Bound<'_, PyAny>,
@@ -42,6 +43,7 @@ impl ContextWindow {
         policy: Option<&Bound<'_, PyAny>>,
         reserve: Option<&Bound<'_, PyAny>>,
         low_watermark: Option<&Bound<'_, PyAny>>,
+        why_horizon: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let limit = args::count_arg(limit_tokens, "limit_tokens")?;
         let reserve = args::opt_count(reserve, "reserve")?.unwrap_or(0);
@@ -52,7 +54,9 @@ impl ContextWindow {
         let tok = resolve_tokenizer(py, tokenizer)?;
         let policy = policy_arg(py, policy, "context_window")?;
         let p = policy.get();
-        let core = Window::new(limit, reserve, p.inner.clone(), p.name.clone(), wm)?;
+        let mut core = Window::new(limit, reserve, p.inner.clone(), p.name.clone(), wm)?;
+        let horizon = args::opt_count(why_horizon, "why_horizon")?;
+        core.set_why_horizon(horizon.map(|h| u64::try_from(h).unwrap_or(u64::MAX)));
         Ok(Self {
             tokenizer: tok.unbind(),
             state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }),
@@ -239,6 +243,11 @@ impl ContextWindow {
     fn ceiling(&self, py: Python<'_>) -> PyResult<usize> {
         let st = lock(py, &self.state)?;
         Ok(st.core.limit() - st.core.reserve())
+    }
+    /// Cycles a key's `why` answer is kept after it leaves; None keeps every answer.
+    #[getter]
+    fn why_horizon(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        Ok(lock(py, &self.state)?.core.why_horizon())
     }
     #[getter]
     fn low_watermark(&self, py: Python<'_>) -> PyResult<Option<f64>> {

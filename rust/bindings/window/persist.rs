@@ -1,8 +1,12 @@
 //! A window's state as bytes (`to_bytes` / `from_bytes`) and as a pickle (`__reduce__`).
 //!
 //! The envelope is JSON written by serde in the core's own terms: `{"format", "core", "metas",
-//! "tokenizer"}`. Only `metas` (the caller's `meta` objects) goes through Python's `json`, once
-//! each way; the tokenizer travels as a recipe when it can be rebuilt from one.
+//! "tokenizer", "digest"}`. Only `metas` (the caller's `meta` objects) goes through Python's
+//! `json`, once each way; the tokenizer travels as a recipe when it can be rebuilt from one.
+//!
+//! `digest` is an xxh3-128 of the rest, so a state corrupted in a store (a flipped bit, a cut
+//! write) is refused instead of loading as a different window; the core then validates the state
+//! itself. States from the first release (format `/1`, no digest) are validated and accepted.
 
 use std::collections::HashMap;
 
@@ -10,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use xxhash_rust::xxh3::Xxh3;
 
 use super::super::args;
 use super::super::counting::resolve_tokenizer;
@@ -18,7 +23,9 @@ use super::super::tokenizer::Tokenizer;
 use super::state::{lock, ContextWindow, Guarded, State};
 use crate::window::Window;
 
-const FORMAT: &str = "ctxfast.ContextWindow/1";
+const FORMAT: &str = "ctxfast.ContextWindow/2";
+/// The first release's format: no digest.
+const FORMAT_V1: &str = "ctxfast.ContextWindow/1";
 
 #[derive(Serialize, Deserialize)]
 struct Envelope {
@@ -30,6 +37,21 @@ struct Envelope {
     /// cannot be rebuilt from a recipe (tokenizer.json, callables).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tokenizer: Option<(String, Value)>,
+    /// Hex xxh3-128 of core, metas and tokenizer (format /2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    digest: Option<String>,
+}
+
+impl Envelope {
+    /// The integrity digest over everything but itself, from the canonical JSON of each part.
+    fn compute_digest(&self) -> PyResult<String> {
+        let mut h = Xxh3::new();
+        for part in [serde_json::to_vec(&self.core), serde_json::to_vec(&self.metas), serde_json::to_vec(&self.tokenizer)] {
+            h.update(&part.map_err(|e| InvalidArgumentError::new_err(e.to_string()))?);
+            h.update(b"\0");
+        }
+        Ok(format!("{:032x}", h.digest128()))
+    }
 }
 
 fn not_saved(what: &str) -> PyErr {
@@ -74,7 +96,8 @@ pub(super) fn to_bytes<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<Boun
         err
     })?;
     let tokenizer = w.tokenizer.bind(py).get().portable_recipe().map(|(kind, payload)| (kind.to_string(), payload));
-    let doc = Envelope { format: FORMAT.into(), core, metas, tokenizer };
+    let mut doc = Envelope { format: FORMAT.into(), core, metas, tokenizer, digest: None };
+    doc.digest = Some(doc.compute_digest()?);
     let bytes = serde_json::to_vec(&doc).map_err(|e| InvalidArgumentError::new_err(e.to_string()))?;
     Ok(PyBytes::new(py, &bytes))
 }
@@ -82,8 +105,14 @@ pub(super) fn to_bytes<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<Boun
 pub(super) fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, tokenizer: Option<&Bound<'_, PyAny>>) -> PyResult<ContextWindow> {
     let bytes = data.cast::<PyBytes>().map_err(|_| args::wrong_type(data, "data", "bytes"))?.as_bytes();
     let doc: Envelope = serde_json::from_slice(bytes).map_err(|e| not_saved(&e.to_string()))?;
-    if doc.format != FORMAT {
-        return Err(not_saved("unknown format"));
+    match doc.format.as_str() {
+        FORMAT => {
+            if doc.digest.as_deref() != Some(doc.compute_digest()?.as_str()) {
+                return Err(not_saved("its integrity check failed (the bytes were changed or cut after it was saved)"));
+            }
+        }
+        FORMAT_V1 => {}
+        _ => return Err(not_saved("unknown format")),
     }
     let core_json = serde_json::to_vec(&doc.core).map_err(|e| not_saved(&e.to_string()))?;
     let metas_raw = py.import("json")?.call_method1("loads", (doc.metas,)).map_err(|_| not_saved("'metas' is not JSON text"))?;
