@@ -366,7 +366,7 @@ def test_help_renders_fit(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_help_renders_classes_with_their_methods() -> None:
     page = pydoc.render_doc(ContextWindow, renderer=pydoc.plaintext)
-    assert "ContextWindow(limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None)" in page
+    assert "ContextWindow(limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None, why_horizon=None)" in page
     for method in (ContextWindow.admit, ContextWindow.fit, ContextWindow.rewrite):
         assert (method.__doc__ or "").strip().splitlines()[0] in page
     page = pydoc.render_doc(Budget, renderer=pydoc.plaintext)

@@ -461,3 +461,14 @@ def test_a_long_count_many_stops_for_a_signal() -> None:
     whole = time.perf_counter() - start
     stopped = _interrupted_after(0.05, lambda: tok.count_many(texts, cache=False))
     assert stopped < max(0.6, whole / 2), f"stopped after {stopped:.2f} s of {whole:.2f} s"
+
+
+def test_a_parked_window_saves_to_the_same_bytes() -> None:
+    w = ContextWindow(400, policy="troubleshooting")
+    w.admit(S("system", L.SYSTEM))
+    for i in range(30):
+        w.admit(S(f"chunk {i} " * 5, L.RETRIEVED, key=f"r{i}", score=(i % 7) / 7, meta={"i": i}))
+    w.fit()
+    data = w.to_bytes()
+    assert ContextWindow.from_bytes(data).to_bytes() == data
+    assert pickle.loads(pickle.dumps(w)).to_bytes() == data

@@ -88,10 +88,12 @@ pub struct Window {
     low_watermark: Option<f64>,
     entries: Vec<Entry>,
     next_id: u64,
+    #[serde(serialize_with = "sorted")]
     held_keys: HashMap<String, u64>,
     cycle: u64,
     fresh_unrecoverable: bool,
     pending: Vec<Pending>,
+    #[serde(serialize_with = "sorted")]
     why: HashMap<String, Why>,
     counters: Counters,
     totals: Totals,
@@ -101,6 +103,13 @@ pub struct Window {
     /// long-lived conversation's ledger (and its saved state) stays bounded. None keeps them all.
     #[serde(default)]
     why_horizon: Option<u64>,
+}
+
+/// Maps are written in key order, so the same window always saves to the same bytes (and the
+/// same integrity digest), whatever order its hash maps hold their keys in.
+fn sorted<S: serde::Serializer, V: Serialize>(map: &HashMap<String, V>, s: S) -> Result<S::Ok, S::Error> {
+    let ordered: std::collections::BTreeMap<&String, &V> = map.iter().collect();
+    ordered.serialize(s)
 }
 
 mod policy_serde {
