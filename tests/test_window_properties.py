@@ -11,6 +11,8 @@ and the counters match what the fits and the caller did. rewrite() is checked ag
 
 from __future__ import annotations
 
+import pickle
+
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -277,6 +279,26 @@ class WindowMachine(RuleBasedStateMachine):
                 if x.status != "rewritten":
                     assert x.tokens_after == 0
         assert {x.key for x in w.ledger_entries()} == self.ever
+
+    @invariant()
+    def clones_behave_identically(self):
+        if not hasattr(self, "w"):
+            return
+        w = self.w
+        assert w._objects_cover_entries()
+        data = w.to_bytes()
+        by_bytes = ContextWindow.from_bytes(data, tokenizer=word_count)
+        by_pickle = pickle.loads(pickle.dumps(w))
+        assert by_bytes.to_bytes() == data and by_pickle.to_bytes() == data
+        # The clones go on the same way: one more fit gives the same result on each.
+        outcomes = []
+        for clone in (by_bytes, by_pickle):
+            try:
+                gone = [(s.key, s.text) for s in clone.fit()]
+            except ctxfast.ContextWindowExceededError:
+                gone = None
+            outcomes.append((gone, clone.to_bytes()))
+        assert outcomes[0] == outcomes[1]
 
 
 WindowMachine.TestCase.settings = settings(

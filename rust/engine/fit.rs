@@ -55,6 +55,12 @@ pub fn fit(
 
     let mut count_calls = 0;
     let mut next_rung = 0;
+    // Why this loop ends: every figure is at most the starting total (checked above), so `over()`
+    // is exact. Each pass of the inner `while` either runs a rung that removes something (the
+    // request shrinks: units are finite, truncation and digests only ever shrink what they touch)
+    // or moves `next_rung` on; the outer loop repeats only after a count that is over, with
+    // `next_rung` still in range, and then the inner `while` runs again. So the ladder runs at most
+    // rungs x (units + 1) passes before it fits or is Unfittable.
     let total = loop {
         while lad.over() > 0 && next_rung < policy.rungs.len() {
             lad.run_rung(next_rung)?;
