@@ -1,7 +1,9 @@
 """The ``ctxfast`` command line (also ``python -m ctxfast``).
 
 Bad input prints one line naming the problem and exits with status 2 without writing
-anything.
+anything: unreadable files, invalid JSON, JSON nested too deeply for the parser, integers over
+Python's int-to-str limit, fields of the wrong type, and every ``CtxfastError`` the adapters
+raise (they raise nothing else on a malformed payload). Never a traceback.
 """
 
 from __future__ import annotations
@@ -68,7 +70,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _load_policy(spec: str) -> Policy:
     """A preset name, or a TOML file."""
     path = Path(spec)
-    if spec.endswith(".toml") or path.is_file():
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError):  # a name too long for a path, or a NUL: not a file
+        is_file = False
+    if spec.endswith(".toml") or is_file:
         return Policy.from_toml(path)
     return Policy.preset(spec)
 
@@ -84,16 +90,19 @@ def _read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         _fail(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}")
+    except RecursionError:
+        _fail(f"{path}: JSON nested too deeply to parse")
+    except ValueError as e:  # e.g. an integer over Python's int-to-str limit (4,300 digits)
+        _fail(f"{path}: invalid JSON: {e}")
 
 
-def _write_atomically(path: Path, data: Any) -> None:
+def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, then rename: never a half-written file."""
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=2)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -195,10 +204,23 @@ def fit_command(payload: Path, window: int, reserve: int, policy_spec: str, fmt:
         _fail(f"{payload}: does not fit: {e}")
     except CtxfastError as e:
         _fail(f"{payload}: {e}")
+    if output is not None:
+        # Serialised before any file exists, so a failure here leaves nothing behind.
+        fitted = {**data, "messages": messages}
+        try:
+            text = json.dumps(fitted, ensure_ascii=False, indent=2) + "\n"
+            try:
+                encoded = text.encode("utf-8")
+            except UnicodeEncodeError:
+                # A lone surrogate (from a "\ud800" escape in an uncounted field) has no UTF-8
+                # form; escaped JSON holds the same data.
+                encoded = (json.dumps(fitted, ensure_ascii=True, indent=2) + "\n").encode("ascii")
+        except (RecursionError, ValueError, TypeError) as e:
+            _fail(f"{payload}: cannot write the fitted payload as JSON: {type(e).__name__}")
     _show(result, policy)
     if output is not None:
         try:
-            _write_atomically(output, {**data, "messages": messages})
+            _write_atomically(output, encoded)
         except OSError as e:
             _fail(f"{output}: cannot write: {e}")
         _out.print(f"wrote {output} ({len(messages)} messages, {result.total:,} tokens)", markup=False)

@@ -23,6 +23,15 @@ It takes the same common arguments. What is different:
   policy with a ``truncate`` rung. ``text_splitter`` is not used.
 - **``strategy="first"``** keeps the oldest exchanges: newest goes first, but the current turn
   still never goes.
+- **Tool calls and results are paired by id** (``AIMessage.tool_calls[k]["id"]`` and
+  ``ToolMessage.tool_call_id``). A ``ToolMessage`` whose call is not in its exchange (a
+  ``HumanMessage`` stands between them), one answering no earlier call or answering a call a
+  second time, and a call id used twice raise ``InvalidArgumentError`` naming the messages,
+  rather than merging exchanges: providers reject such histories anyway, and refusing them means
+  every trimmed list keeps each result with its call. A call without a result at the end is fine;
+  calls without ids are grouped by position (and when no call has an id, results are not checked).
+- **Malformed messages** get ``ArgumentTypeError`` or ``InvalidArgumentError`` naming the path
+  (``messages[2].tool_calls[0].args``), never a ``RecursionError`` or ``TypeError``.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from typing import Any
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, CounterError, InvalidArgumentError, UnsupportedOperationError
-from ctxfast._payload import Message, assign_exchanges
+from ctxfast._payload import Message, Origin, ToolLink, Where, assign_exchanges
 from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL
 
 __all__ = ["trim_messages"]
@@ -45,24 +54,41 @@ _APPROX_CHARS_PER_TOKEN = 4.0
 _APPROX_PER_MESSAGE = 3
 
 
-def _text(content: Any) -> str:
+def _text(content: Any, where: str, origins: list[Where] | None = None) -> str:
+    """A message's text (its str content, or its text blocks joined); with `origins`, where its
+    pieces came from is appended to it (only to word an error)."""
     if isinstance(content, str):
+        if origins is not None:
+            origins.append(Origin(f"{where}.content"))
         return content
     if isinstance(content, list):
-        parts = []
-        for block in content:
+        parts: list[str] = []
+        pieces: list[Origin] = []
+        at = 0
+        for j, block in enumerate(content):
             if isinstance(block, str):
-                parts.append(block)
+                piece, field = block, f".content[{j}]"
             elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
+                field = f".content[{j}].text"
+                piece = _payload.text(block.get("text", ""), where, field)
+            else:
+                continue
+            if origins is not None:
+                pieces.append(Origin(where + field, None, at))
+                at += len(piece) + 1
+            parts.append(piece)
+        if origins is not None:
+            origins.append(tuple(pieces) or Origin(f"{where}.content"))
         return "\n".join(parts)
+    if origins is not None:
+        origins.append(Origin(f"{where}.content"))
     return ""
 
 
 def _tokens(value: Any) -> int:
     """A counter's answer as whole tokens: fractions round up (never an undercount)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-        raise CounterError(f"token_counter must return a number >= 0, it returned {value!r}")
+        raise CounterError(f"token_counter must return a number >= 0, it returned {_payload.preview(value)}")
     return math.ceil(value)
 
 
@@ -86,7 +112,7 @@ def _guarded(fn: Callable[[Any], Any]) -> Callable[[Any], int]:
         try:
             value = fn(arg)
         except Exception as e:
-            raise CounterError(f"token_counter raised {type(e).__name__}: {e}") from e
+            raise CounterError(f"token_counter raised {_payload.exception_text(e)}") from e
         return _tokens(value)
 
     return call
@@ -112,8 +138,18 @@ def _counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
     )
 
 
-def _call_text(m: Any) -> str:
-    return "".join(f"{c.get('name', '')}{c.get('args', '')}" for c in getattr(m, "tool_calls", None) or ())
+def _calls(m: Any, where: str) -> list[tuple[str, str, Any]]:
+    """A message's tool calls as (name, args text, id), each field read safely."""
+    calls = getattr(m, "tool_calls", None) or ()
+    if not isinstance(calls, (list, tuple)):
+        raise ArgumentTypeError(f"{where}.tool_calls must be a list, not {type(calls).__name__}")
+    out = []
+    for k, c in enumerate(calls):
+        at = f"{where}.tool_calls[{k}]"
+        if not isinstance(c, dict):
+            raise ArgumentTypeError(f"{at} must be a dict, not {type(c).__name__}")
+        out.append((_payload.text(c.get("name", ""), at, ".name"), _payload.text(c.get("args", ""), at, ".args"), c.get("id")))
+    return out
 
 
 def _policy(policy: Policy | str | None, strategy: str, allow_partial: bool) -> Policy:
@@ -167,13 +203,34 @@ def trim_messages(
         from langchain_core.messages import HumanMessage
     except ImportError as e:  # pragma: no cover - exercised only without the extra
         raise ImportError('ctxfast.langchain needs langchain-core: pip install "ctxfast[langchain]"') from e
+    with _payload.boundary() as here:
+        return _trim(
+            HumanMessage, messages, max_tokens, token_counter, strategy, allow_partial, include_system,
+            policy, tokenizer, reserve, pin_first_user, here,
+        )
+
+
+def _trim(
+    HumanMessage: Any,  # noqa: N803 - the class, imported by the caller
+    messages: Sequence[Any],
+    max_tokens: int,
+    token_counter: Any,
+    strategy: str,
+    allow_partial: bool,
+    include_system: bool,
+    policy: Policy | str | None,
+    tokenizer: Tokenizer | Callable[[str], int] | None,
+    reserve: int,
+    pin_first_user: bool,
+    here: _payload.Cursor,
+) -> list[Any]:
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise ArgumentTypeError(f"argument 'messages' must be a list of messages, not {type(messages).__name__}")
-    del end_on, start_on, text_splitter  # see the module docstring
     roles: list[str] = []
     for i, m in enumerate(messages):
+        here.at = i
         kind = getattr(m, "type", None)
-        if kind not in _ROLE:
+        if not isinstance(kind, str) or kind not in _ROLE:
             raise ArgumentTypeError(f"messages[{i}] must be a LangChain BaseMessage, not {type(m).__name__}")
         role = _ROLE[kind]
         if role == "system" and not include_system:
@@ -182,20 +239,32 @@ def trim_messages(
     groups, current, pinned = assign_exchanges(roles, lambda i: True, pin_first_user)
     mode, count_fn = _counter(token_counter)
     records: list[Message] = []
+    links: list[ToolLink] = []
+    results: list[ToolLink] = []
     for i, m in enumerate(messages):
-        text = _text(m.content)
-        calls = list(getattr(m, "tool_calls", None) or ())
+        here.at = i
+        where = f"messages[{i}]"
+        text = _text(m.content, where)
+        calls = _calls(m, where)
         meta = None
         if calls:
-            first = calls[0]
-            meta = {"tool": str(first.get("name", "")), "arguments": str(first.get("args", ""))}
+            meta = {"tool": calls[0][0], "arguments": calls[0][1]}
+        if m.type == "ai":
+            for k, (_, _, call_id) in enumerate(calls):
+                call_id = _payload.tool_id(call_id, f"{where}.tool_calls[{k}].id")
+                if call_id is not None:
+                    links.append(ToolLink(i, f"{where}.tool_calls[{k}]", call_id))
+        elif m.type == "tool":
+            result_id = _payload.tool_id(getattr(m, "tool_call_id", None), f"{where}.tool_call_id")
+            if result_id is not None:
+                results.append(ToolLink(i, where, result_id))
         strings: list[str] = []
         framing = 0
         if mode == "native":
-            strings = [text, _ROLE[m.type]] + [s for c in calls for s in (str(c.get("name", "")), str(c.get("args", "")))]
+            strings = [text, _ROLE[m.type]] + [s for name, args, _ in calls for s in (name, args)]
             framing = TOKENS_PER_MESSAGE + TOKENS_PER_TOOL_CALL * len(calls)
         elif mode == "approximate":
-            chars = len(text) + len(_call_text(m))
+            chars = len(text) + sum(len(name) + len(args) for name, args, _ in calls)
             framing = _APPROX_PER_MESSAGE + -(-chars // int(_APPROX_CHARS_PER_TOKEN))
         elif mode == "message" and count_fn is not None:
             framing = count_fn(m)
@@ -203,6 +272,14 @@ def trim_messages(
             i, groups, current, pinned, system=roles[i] == "system", tool_result=m.type in ("tool", "function")
         )
         records.append(Message(i, layer, group, text, strings, framing, meta))
+    here.at = None
+    _payload.check_tool_pairs(
+        links,
+        results,
+        groups,
+        result_field="tool_call_id",
+        between=lambda k: f"a {type(messages[k]).__name__}",
+    )
     if mode == "list" and count_fn is not None:
         # A list counter sees whole exchanges, never a tool result without its call: providers'
         # counting endpoints reject such lists. The exchange's cost rides on its first message.
@@ -226,6 +303,16 @@ def trim_messages(
         wrap = (lambda text: fn(HumanMessage(content=text))) if mode == "message" else (lambda text: fn([HumanMessage(content=text)]))
         digest_tokenizer, digest_framing = Tokenizer.from_callable(wrap), 0
     fixed = [_payload.Fixed("<reply priming>", PromptLayer.SYSTEM, tokens=REPLY_PRIMING if mode == "native" else 0)]
+    def origins_of(i: int) -> list[Where]:
+        # Where each native-mode string of message i came from: content, role, each call's fields.
+        where = f"messages[{i}]"
+        origins: list[Where] = []
+        _text(messages[i].content, where, origins)
+        origins.append(Origin(f"{where}.type"))
+        for k in range(len(_calls(messages[i], where))):
+            origins += [Origin(f"{where}.tool_calls[{k}].name"), Origin(f"{where}.tool_calls[{k}].args")]
+        return origins
+
     kept, result = _payload.fit_messages(
         messages,
         records,
@@ -236,6 +323,7 @@ def trim_messages(
         digest_framing=digest_framing,
         make_digest=lambda text: HumanMessage(content=text),
         with_text=lambda m, text: m.model_copy(update={"content": text}),
+        origins_of=origins_of,
     )
     out = TrimmedMessages(kept)
     out.fit = result
