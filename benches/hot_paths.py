@@ -33,6 +33,7 @@ def _median_ns(fn: Callable[[], object], number: int, repeat: int = 7) -> float:
 
 def measure() -> dict[str, float]:
     import ctxfast
+    import ctxfast.openai
     from ctxfast import Budget, ContextWindow, Policy, PromptLayer as L, Segment, Tokenizer
 
     tok = Tokenizer.default()
