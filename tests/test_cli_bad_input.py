@@ -54,7 +54,7 @@ def test_f14_deep_content(tmp_path: Path) -> None:
 @pytest.mark.parametrize("field", ["name", "content"])
 def test_f14_five_thousand_digit_int(tmp_path: Path, field: str) -> None:
     text = '{"messages": [{"role": "user", "content": "x", "%s": %s}]}' % (field, "9" * 5000)
-    fit_fails(tmp_path, text, "p.json", "4300 digits")
+    fit_fails(tmp_path, text, "p.json", "4300")  # the wording after it differs by Python version
 
 
 @pytest.mark.parametrize("tools", ["5", "true", '"read"', "{}"])
