@@ -472,3 +472,18 @@ def test_a_parked_window_saves_to_the_same_bytes() -> None:
     data = w.to_bytes()
     assert ContextWindow.from_bytes(data).to_bytes() == data
     assert pickle.loads(pickle.dumps(w)).to_bytes() == data
+
+
+def test_a_deferred_rewrite_of_an_entry_digested_meanwhile_does_not_break_parking() -> None:
+    """Regression (found by the soak): a rewrite deferred for an entry that a digest then replaced
+    stayed pending with no entry, and the saved state was refused on load."""
+    w = ContextWindow(2_000)
+    w.admit(S("please read the file", L.CONVERSATION, group="ex1"))
+    w.admit(S("calling read", L.CONVERSATION, group="ex1", meta={"tool": "read", "arguments": "a.py"}))
+    w.admit(S("line of the file\n" * 40, L.TOOL_RESULT, key="r", group="ex1"))
+    assert w.rewrite("r", "a short summary", provenance="model-x") is False  # deferred: fresh content
+    w.digest("r")
+    back = ContextWindow.from_bytes(w.to_bytes())
+    assert back.to_bytes() == w.to_bytes()
+    back.fit()
+    assert back.ledger.balanced and back.why("r").status == "rewritten"

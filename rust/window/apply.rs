@@ -216,6 +216,9 @@ impl Window {
 
     /// The ledger's side of a rewrite: the original's tokens go to `rewritten_away`.
     fn record_rewritten(&mut self, e: Entry, cause: Cause, surrogate_tokens: usize, by: &str, changes: &mut Changes) {
+        // A deferred rewrite of this entry is moot now that something else replaced it.
+        let id = e.id;
+        self.pending.retain(|p| p.id != id);
         self.totals.rewritten_away += e.tokens as u64;
         if let Some(k) = &e.seg.key {
             self.held_keys.remove(k);
