@@ -243,8 +243,9 @@ impl<'a> Ladder<'a> {
         let text = digest_text(&members, &tokens, ordinal);
         let d_tokens = self.counter.count(&text)? + self.framing;
         let unit_tokens: usize = tokens.iter().sum();
-        let saved_joins = self.sep_tokens * alive.len().saturating_sub(1);
-        if d_tokens >= unit_tokens + saved_joins {
+        // Smaller than what it replaces, joins aside: a record that only pays for itself through
+        // the separators it saves would make the ledger's "digested" negative.
+        if d_tokens >= unit_tokens {
             return Ok(false);
         }
         let layer = self.segs[alive[0]].layer;

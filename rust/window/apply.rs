@@ -53,21 +53,22 @@ impl Window {
                 self.apply_rewrite(p.id, &p.key, p.text, p.tokens, p.provenance, &mut changes);
             }
         }
-        self.counters.fits += 1;
+        self.counters.fits = self.counters.fits.saturating_add(1);
         if !outcome.removals.is_empty() || !outcome.truncations.is_empty() {
-            self.counters.fits_that_evicted += 1;
+            self.counters.fits_that_evicted = self.counters.fits_that_evicted.saturating_add(1);
         }
         for (r, &n) in outcome.ledger.rung_firings.iter().enumerate() {
             if n > 0 {
                 let name = self.policy.rungs.get(r).map(|x| x.name.clone()).unwrap_or_default();
-                *self.counters.rung_firings.entry(name).or_insert(0) += n as u64;
+                let firings = self.counters.rung_firings.entry(name).or_insert(0);
+                *firings = firings.saturating_add(n as u64);
             }
         }
         let kept: Vec<(u64, u32)> = self.entries.iter().map(|e| (e.id, e.version)).collect();
         let common = kept.iter().zip(&self.last_kept).take_while(|(a, b)| a == b).count();
         self.stable_prefix_tokens = self.entries.iter().take(common).map(|e| e.tokens).sum();
         self.last_kept = kept;
-        self.cycle += 1;
+        self.cycle = self.cycle.saturating_add(1);
         self.forget_old_whys();
         self.fresh_unrecoverable = false;
         Ok(WindowFit { outcome, ids, changes, stable_prefix_tokens: self.stable_prefix_tokens })
@@ -94,8 +95,8 @@ impl Window {
             data.group = first.seg.group.clone();
             let provenance = (first.seg.key.clone(), "digest".to_string());
             let new = self.new_entry(Arc::new(data), rec.tokens, Some(provenance.clone()));
-            self.totals.surrogates_added += rec.tokens as u64;
-            self.counters.digests += 1;
+            self.totals.surrogates_added = self.totals.surrogates_added.saturating_add(rec.tokens as u64);
+            self.counters.digests = self.counters.digests.saturating_add(1);
             for &m in &rec.members {
                 if let Some(e) = slots.get_mut(m).and_then(Option::take) {
                     self.record_rewritten(e, Cause::Digest(rec.rung), rec.tokens, &provenance.1, changes);
@@ -113,7 +114,7 @@ impl Window {
                 (_, Taken::Digest) => None,
             };
             if let Some(e) = gone {
-                self.counters.evictions += 1;
+                self.counters.evictions = self.counters.evictions.saturating_add(1);
                 self.record_eviction(e, Cause::Rung(r.rung), changes);
             }
         }
@@ -135,11 +136,11 @@ impl Window {
             data.tokens = data.tokens.map(|_| t.after);
             e.seg = Arc::new(data);
             e.tokens = t.after;
-            e.version += 1;
+            e.version = e.version.saturating_add(1);
             let key = e.seg.key.clone();
             changes.upserted.push(e.clone());
-            self.totals.truncated_away += before.saturating_sub(t.after) as u64;
-            self.counters.truncations += 1;
+            self.totals.truncated_away = self.totals.truncated_away.saturating_add(before.saturating_sub(t.after) as u64);
+            self.counters.truncations = self.counters.truncations.saturating_add(1);
             if let Some(k) = key {
                 let orig = self.why.get(&k).map(|w| w.tokens_before).unwrap_or(before);
                 self.set_why(&k, Status::Truncated, Some(Cause::Rung(t.rung)), orig, t.after, None);
@@ -174,9 +175,9 @@ impl Window {
         self.pending.retain(|p| p.id != id);
         let status = if e.seg.recoverable { Status::EvictedRecoverable } else { Status::EvictedDispensable };
         if e.seg.recoverable {
-            self.totals.evicted_recoverable += e.tokens as u64;
+            self.totals.evicted_recoverable = self.totals.evicted_recoverable.saturating_add(e.tokens as u64);
         } else {
-            self.totals.evicted_dispensable += e.tokens as u64;
+            self.totals.evicted_dispensable = self.totals.evicted_dispensable.saturating_add(e.tokens as u64);
         }
         if let Some(k) = &e.seg.key {
             self.held_keys.remove(k);
@@ -206,7 +207,7 @@ impl Window {
         let new = self.new_entry(Arc::new(seg), tokens, Some(provenance.clone()));
         let at = at.min(self.entries.len());
         self.entries.insert(at, new.clone());
-        self.totals.surrogates_added += tokens as u64;
+        self.totals.surrogates_added = self.totals.surrogates_added.saturating_add(tokens as u64);
         for e in removed {
             self.record_rewritten(e, cause, tokens, &provenance.1, changes);
         }
@@ -219,7 +220,7 @@ impl Window {
         // A deferred rewrite of this entry is moot now that something else replaced it.
         let id = e.id;
         self.pending.retain(|p| p.id != id);
-        self.totals.rewritten_away += e.tokens as u64;
+        self.totals.rewritten_away = self.totals.rewritten_away.saturating_add(e.tokens as u64);
         if let Some(k) = &e.seg.key {
             self.held_keys.remove(k);
             self.set_why(k, Status::Rewritten, Some(cause), e.tokens, surrogate_tokens, Some(by.to_string()));

@@ -14,7 +14,7 @@ impl Window {
     pub fn discard(&mut self, key: &str) -> CtxResult<Changes> {
         let id = *self.held_keys.get(key).ok_or_else(|| unknown(key))?;
         let mut changes = Changes::default();
-        self.counters.discards += 1;
+        self.counters.discards = self.counters.discards.saturating_add(1);
         self.evict(id, Cause::Discard, &mut changes);
         Ok(changes)
     }
@@ -58,7 +58,7 @@ impl Window {
             )));
         }
         if self.fresh_unrecoverable {
-            self.counters.deferred_rewrites += 1;
+            self.counters.deferred_rewrites = self.counters.deferred_rewrites.saturating_add(1);
             self.pending.retain(|p| p.id != id);
             self.pending.push(Pending { id, key: key.to_string(), text, tokens, provenance });
             return Ok(Rewrite::Deferred);
@@ -75,7 +75,7 @@ impl Window {
         data.group = orig.group.clone();
         data.score = orig.score;
         data.recoverable = orig.recoverable;
-        self.counters.rewrites += 1;
+        self.counters.rewrites = self.counters.rewrites.saturating_add(1);
         self.replace_with_surrogate(&[id], data, tokens, Cause::Rewrite, (Some(key.to_string()), provenance), changes);
     }
 
@@ -111,7 +111,7 @@ impl Window {
         let mut data = SegmentData::new(text, Layer::Conversation);
         data.group = self.entries[first].seg.group.clone();
         let mut changes = Changes::default();
-        self.counters.digests += 1;
+        self.counters.digests = self.counters.digests.saturating_add(1);
         self.replace_with_surrogate(ids, data, tokens, Cause::DigestCall, (Some(key.to_string()), "digest".into()), &mut changes);
         Ok(changes)
     }

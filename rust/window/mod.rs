@@ -128,7 +128,7 @@ mod policy_serde {
 
 /// The most tokens one window's ledger counts over its lifetime: its totals are `u64` and stay
 /// below this, so they never wrap and always balance.
-const LIFETIME_MAX: u64 = 1 << 63;
+pub(super) const LIFETIME_MAX: u64 = 1 << 63;
 
 fn unknown(key: &str) -> CtxError {
     CtxError::UnknownKey(format!("no segment with key {key:?} is held by this window"))
@@ -245,7 +245,7 @@ impl Window {
 
     pub(super) fn new_entry(&mut self, seg: Arc<SegmentData>, tokens: usize, provenance: Option<(Option<String>, String)>) -> Entry {
         let id = self.next_id;
-        self.next_id += 1;
+        self.next_id = self.next_id.saturating_add(1);
         Entry { id, seg, tokens, version: 0, admitted_cycle: self.cycle, provenance }
     }
 
@@ -295,7 +295,7 @@ impl Window {
     pub fn admit(&mut self, seg: Arc<SegmentData>, tokens: usize) -> CtxResult<Admit> {
         if let Some(k) = &seg.key {
             if self.held_keys.contains_key(k) {
-                self.counters.refused_duplicates += 1;
+                self.counters.refused_duplicates = self.counters.refused_duplicates.saturating_add(1);
                 return Ok(Admit::Duplicate);
             }
         }
@@ -339,8 +339,8 @@ impl Window {
             };
             self.why.insert(k.clone(), why);
         }
-        self.counters.admitted += 1;
-        self.totals.admitted += tokens as u64;
+        self.counters.admitted = self.counters.admitted.saturating_add(1);
+        self.totals.admitted = self.totals.admitted.saturating_add(tokens as u64);
         self.entries.push(entry);
         Ok(Admit::Admitted { id, demoted })
     }
