@@ -54,7 +54,7 @@ fn seg(text: String, layer: Layer, key: Option<&str>) -> SegmentData {
 
 fn admit(w: &mut Window, s: SegmentData) {
     let n = s.tokens.unwrap_or_else(|| Words.count(&s.text).unwrap());
-    w.admit(Arc::new(s), n);
+    let _ = w.admit(Arc::new(s), n);
 }
 
 fn words(n: usize) -> String {

@@ -22,8 +22,8 @@ fn main() {
         // fit counted the original, and the window ends the "successful" fit over its ceiling.
         Some("deferred-rewrite-over-ceiling") => {
             let mut w = Window::new(100, 0, presets::context_window(), None, None).unwrap();
-            w.admit(seg(40, Layer::Retrieved, "doc", true), 40);
-            w.admit(seg(50, Layer::Conversation, "turn", false), 50); // fresh, unrecoverable
+            w.admit(seg(40, Layer::Retrieved, "doc", true), 40).unwrap();
+            w.admit(seg(50, Layer::Conversation, "turn", false), 50).unwrap(); // fresh, unrecoverable
             let r = w.rewrite("doc", vec!["s"; 60].join(" "), 60, Some("model")).unwrap();
             assert!(matches!(r, Rewrite::Deferred));
             let f = w.fit(&Words).unwrap();
@@ -35,7 +35,7 @@ fn main() {
             let mut w = Window::new(100, 0, presets::context_window(), None, None).unwrap();
             for k in ["a", "b"] {
                 let r = w.admit(seg(1, Layer::Conversation, k, false), usize::MAX);
-                println!("admit {k} with usize::MAX tokens: {}", matches!(r, Admit::Admitted { .. }));
+                println!("admit {k} with usize::MAX tokens: {}", matches!(r, Ok(Admit::Admitted { .. })));
             }
             println!("held {} totals {:?}", w.held_tokens(), w.totals());
         }

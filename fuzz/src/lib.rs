@@ -666,21 +666,29 @@ impl Driver {
                 }
                 let key = seg.key.clone();
                 let held_before = key.as_deref().is_some_and(|k| w.holds(k));
+                let before = state(w);
                 let r = w.admit(Arc::new(seg), n);
                 if let Some(k) = &key {
                     match &r {
-                        Admit::Duplicate => ensure!(self.strict, held_before, "a key not held was refused"),
-                        Admit::Admitted { .. } => {
+                        Ok(Admit::Duplicate) => ensure!(self.strict, held_before, "a key not held was refused"),
+                        Ok(Admit::Admitted { .. }) => {
                             ensure!(self.strict, !held_before, "a held key was admitted twice");
                             self.admitted.insert(k.clone());
                             ensure!(self.strict, w.holds(k));
                             ensure_eq!(self.strict, w.why(k).map(|y| y.status), Ok(Status::Held));
                         }
+                        Err(_) => {}
                     }
                 }
                 match r {
-                    Admit::Duplicate => "dup".to_string(),
-                    Admit::Admitted { id, demoted } => format!("admitted {id} {demoted:?}"),
+                    Ok(Admit::Duplicate) => "dup".to_string(),
+                    Ok(Admit::Admitted { id, demoted }) => format!("admitted {id} {demoted:?}"),
+                    // Past a limit: refused with an error naming it, and nothing changed.
+                    Err(e) => {
+                        ensure!(self.strict, matches!(e, CtxError::InvalidArgument(_)), "admit failed with {e:?}");
+                        ensure!(self.strict, state(w) == before, "a refused admission changed the window");
+                        "refused".to_string()
+                    }
                 }
             }
             Op::Fit => {
