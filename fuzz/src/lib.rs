@@ -12,30 +12,17 @@ use ctxfast::engine::policy_format;
 use ctxfast::engine::presets;
 use ctxfast::engine::{
     fit, Action, Budget, FitOutcome, Filter, Floor, Kept, Layer, LayerSet, Order, Policy, Rung, SegmentData, Taken,
-    Target, TokenSource, ToolCall,
+    Target, ToolCall,
 };
-use ctxfast::error::{CtxError, CtxResult};
+use ctxfast::error::CtxError;
 use ctxfast::limits::{MAX_COUNT, MAX_TOTAL};
 use ctxfast::window::ledger::Status;
 use ctxfast::window::{Admit, Rewrite, Window};
 
 // ---------------------------------------------------------------------------------------------
-// The token source (a copy of rust/engine/testing.rs, which is test-only in the core).
+// The token source: the core's one-token-a-word counter (rust/engine/testing.rs).
 
-/// One token per whitespace-separated word: easy to reason about.
-pub struct Words;
-
-impl TokenSource for Words {
-    fn count(&self, text: &str) -> CtxResult<usize> {
-        Ok(text.split_whitespace().count())
-    }
-    fn truncate(&self, text: &str, max_tokens: usize) -> CtxResult<String> {
-        Ok(text.split_whitespace().take(max_tokens).collect::<Vec<_>>().join(" "))
-    }
-    fn count_joined(&self, texts: &[&str], _: &[usize], sep: &str) -> CtxResult<usize> {
-        self.count(&texts.join(sep))
-    }
-}
+pub use ctxfast::engine::testing::Words;
 
 pub fn words(text: &str) -> usize {
     text.split_whitespace().count()

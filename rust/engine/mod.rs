@@ -28,7 +28,9 @@ pub use policy::{Action, Filter, Floor, Order, Policy, Rung};
 pub use segment::{Layer, LayerSet, SegmentData, ToolCall};
 pub use source::TokenSource;
 
-#[cfg(test)]
-pub(crate) mod testing;
+/// A one-token-a-word source for the core's tests and the fuzz crate (`fuzz/`), which cannot see
+/// `cfg(test)` code.
+#[doc(hidden)]
+pub mod testing;
 #[cfg(test)]
 mod tests;
