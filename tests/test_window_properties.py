@@ -202,6 +202,9 @@ class WindowMachine(RuleBasedStateMachine):
             return
         assert s is not None and out.key == key
         self.discards += 1
+        # A rewrite deferred for the discarded entry is cancelled with it: a segment admitted
+        # later under the same key is a new entry, untouched by it.
+        self.pending.discard(key)
         x = self.w.why(key)
         assert x.rung == "discard"
         assert x.status == ("evicted_recoverable" if s.recoverable else "evicted_dispensable")
