@@ -8,7 +8,7 @@ use super::ladder::Ladder;
 use super::outcome::{DigestRecord, FitLedger, Kept, Removal, Taken, Target, Truncation};
 use super::policy::Policy;
 use super::segment::{Layer, SegmentData};
-use super::trace::{cap_overruns, Trace};
+use super::trace::{cap_overruns, first_appearance, Trace};
 use super::source::TokenSource;
 use crate::error::{CtxResult, Unfittable};
 use crate::limits::{add_total, check_count, checked_total, signed};
@@ -90,8 +90,9 @@ pub fn fit(
     };
 
     let ledger = ledger(&lad);
-    let cap_overruns = cap_overruns(segs, budget, &start_layers);
-    let trace = Trace::assemble(&mut lad, budget, &start_layers, &cap_overruns, start_total, total, count_calls);
+    let order = first_appearance(segs);
+    let cap_overruns = cap_overruns(&order, budget, &start_layers);
+    let trace = Trace::assemble(&mut lad, &order, budget, &start_layers, &cap_overruns, start_total, total, count_calls);
     Ok(FitOutcome {
         kept: kept_list(&lad),
         // A body truncated and then dropped by a later rung is an eviction, not a truncation.

@@ -35,16 +35,16 @@ pub struct Trace {
 }
 
 /// Layers in order of first appearance: the order a reader meets them in the request.
-fn first_appearance(segs: &[&SegmentData]) -> Vec<Layer> {
+pub(super) fn first_appearance(segs: &[&SegmentData]) -> Vec<Layer> {
     let mut seen = HashSet::default();
     segs.iter().map(|s| s.layer).filter(|l| seen.insert(*l)).collect()
 }
 
 /// Layers over their cap at the start, with the excess: reported, never enforced.
-pub(super) fn cap_overruns(segs: &[&SegmentData], budget: &Budget, start_layers: &[usize; 8]) -> Vec<(Layer, usize)> {
-    first_appearance(segs)
-        .into_iter()
-        .filter_map(|l| {
+pub(super) fn cap_overruns(order: &[Layer], budget: &Budget, start_layers: &[usize; 8]) -> Vec<(Layer, usize)> {
+    order
+        .iter()
+        .filter_map(|&l| {
             let cap = budget.caps[l.index()]?;
             (start_layers[l.index()] > cap).then(|| (l, start_layers[l.index()] - cap))
         })
@@ -53,8 +53,10 @@ pub(super) fn cap_overruns(segs: &[&SegmentData], budget: &Budget, start_layers:
 
 impl Trace {
     /// The trace of a finished ladder; takes its sections.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn assemble(
         lad: &mut Ladder<'_>,
+        order: &[Layer],
         budget: &Budget,
         start_layers: &[usize; 8],
         cap_overruns: &[(Layer, usize)],
@@ -63,10 +65,9 @@ impl Trace {
         count_calls: usize,
     ) -> Trace {
         let policy = lad.policy;
-        let order = first_appearance(lad.segs);
         // Layers that share a label ("history") are one figure.
         let mut merged: Vec<(String, usize)> = Vec::new();
-        for &l in &order {
+        for &l in order {
             let label = policy.label(l);
             match merged.iter_mut().find(|(x, _)| x == label) {
                 Some((_, n)) => *n += start_layers[l.index()],
@@ -77,7 +78,7 @@ impl Trace {
             .iter()
             .map(|&(l, _)| (policy.label(l).to_string(), start_layers[l.index()], budget.caps[l.index()].unwrap_or(0)))
             .collect();
-        let untouched = if lad.sections.is_empty() { Vec::new() } else { untouched_labels(lad, &order) };
+        let untouched = if lad.sections.is_empty() { Vec::new() } else { untouched_labels(lad, order) };
         Trace {
             window: budget.window,
             reserve: budget.reserve,

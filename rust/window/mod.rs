@@ -293,13 +293,22 @@ impl Window {
     /// Admits a counted segment; a key already held (in any layer) is refused. A count over the
     /// limits, or one that would take what is held past `MAX_TOTAL`, is an error and changes nothing.
     pub fn admit(&mut self, seg: Arc<SegmentData>, tokens: usize) -> CtxResult<Admit> {
+        if seg.key.as_ref().is_some_and(|k| self.held_keys.contains_key(k)) {
+            return Ok(self.admit_checked(seg, tokens));
+        }
+        self.can_admit(&[tokens])?;
+        Ok(self.admit_checked(seg, tokens))
+    }
+
+    /// `admit` for segments whose counts `can_admit` already accepted, all together: a turn of n
+    /// segments then sums what is held once, not n times.
+    pub fn admit_checked(&mut self, seg: Arc<SegmentData>, tokens: usize) -> Admit {
         if let Some(k) = &seg.key {
             if self.held_keys.contains_key(k) {
                 self.counters.refused_duplicates = self.counters.refused_duplicates.saturating_add(1);
-                return Ok(Admit::Duplicate);
+                return Admit::Duplicate;
             }
         }
-        self.can_admit(&[tokens])?;
         // One current turn at a time: the previous one becomes conversation, in its group.
         let mut demoted = None;
         if seg.layer == Layer::CurrentTurn {
@@ -342,7 +351,7 @@ impl Window {
         self.counters.admitted = self.counters.admitted.saturating_add(1);
         self.totals.admitted = self.totals.admitted.saturating_add(tokens as u64);
         self.entries.push(entry);
-        Ok(Admit::Admitted { id, demoted })
+        Admit::Admitted { id, demoted }
     }
 
     pub fn to_json(&self) -> CtxResult<Vec<u8>> {

@@ -70,6 +70,7 @@ impl ContextWindow {
         let seg = segment.cast::<Segment>().map_err(|_| args::wrong_type(segment, "segment", "Segment"))?;
         let counts = settle_counts(py, self.tokenizer.bind(py).get(), std::slice::from_ref(seg))?;
         let mut st = lock(py, &self.state)?;
+        st.core.can_admit(&counts)?;
         self.admit_one(py, &mut st, seg, counts[0])
     }
 
