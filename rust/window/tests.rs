@@ -187,3 +187,17 @@ fn a_digest_dropped_in_the_same_fit_leaves_exactly_itself() {
     assert!(w.held_tokens() <= 20);
     assert!(balanced(&w));
 }
+
+#[test]
+fn a_saved_next_id_of_zero_is_refused_because_the_window_would_issue_id_zero() {
+    // The fuzzer's state_mutator found it: an empty state with next_id 0 loaded, its first
+    // admission took id 0, and the window's own saved state then failed to load.
+    let w = window(100);
+    let mut v: serde_json::Value = serde_json::from_slice(&w.to_json().unwrap()).unwrap();
+    v["next_id"] = serde_json::json!(0);
+    let bytes = serde_json::to_vec(&v).unwrap();
+    let err = Window::from_json(&bytes).err().expect("next_id 0 must be refused");
+    assert!(format!("{err:?}").contains("next_id"), "{err:?}");
+    v["next_id"] = serde_json::json!(1);
+    assert!(Window::from_json(&serde_json::to_vec(&v).unwrap()).is_ok());
+}

@@ -28,7 +28,9 @@ impl Window {
         const RANGE: u64 = 1 << 62;
         let c = &self.counters;
         let counters = [c.admitted, c.refused_duplicates, c.fits, c.fits_that_evicted, c.evictions, c.rewrites, c.deferred_rewrites, c.digests, c.truncations, c.discards];
-        if self.next_id > RANGE || self.cycle > RANGE || counters.iter().chain(c.rung_firings.values()).any(|&n| n > RANGE) {
+        // Ids start at 1 (0 is never issued), so a next_id of 0 would hand out an id the loader
+        // then refuses.
+        if self.next_id == 0 || self.next_id > RANGE || self.cycle > RANGE || counters.iter().chain(c.rung_firings.values()).any(|&n| n > RANGE) {
             return Err(broken("a counter, the cycle or next_id is out of range"));
         }
         let t = &self.totals;
@@ -47,7 +49,7 @@ impl Window {
                 return Err(broken(format!("{at}: id {} is used twice", e.id)));
             }
             if e.id == 0 || e.id >= self.next_id {
-                return Err(broken(format!("{at}: id {} is not below next_id {}", e.id, self.next_id)));
+                return Err(broken(format!("{at}: id {} is not in 1..next_id ({})", e.id, self.next_id)));
             }
             e.seg.validate().map_err(|err| broken(format!("{at}: {err}")))?;
             check_count(e.tokens, "a held count").map_err(|err| broken(format!("{at}: {err}")))?;
