@@ -28,7 +28,6 @@ version):
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,21 +137,44 @@ def _index(meta: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _names(seg: Any, label: str) -> bool:
+    """Whether a trace label (group, else key, else ``#position``) names this segment."""
+    index = _index(seg.meta)
+    return label in (seg.group, seg.key) or (index is not None and label == f"#{index}")
+
+
+def _truncated_at(label: str, rung: str, truncated: list[Truncation], evicted: Sequence[Eviction],
+                  used: set[int]) -> list[int]:
+    """The position of the body a truncate row shortened: a still-sent truncation of that rung,
+    else an evicted segment that left shorter than it was given (truncated, then dropped)."""
+    for k, t in enumerate(truncated):
+        if t.rung == rung and _names(t.original, label):
+            index = _index(truncated.pop(k).original.meta)
+            return [index] if index is not None else []
+    for k, e in enumerate(evicted):
+        if k not in used and _names(e.segment, label) and e.tokens < e.segment.count():
+            used.add(k)
+            index = _index(e.segment.meta)
+            return [index] if index is not None else []
+    return []
+
+
 def row_messages(rows: Sequence[dict[str, Any]], evicted: Sequence[Eviction], truncated: Sequence[Truncation]) -> list[list[int]]:
     """The payload positions each trace row covers, parallel to ``rows``.
 
     The label says it when the adapters name units by position (``messages[3..6]``).
     Otherwise the positions come from the segments themselves (each carries its message's
     index in ``meta``): ``Fit.evicted`` lists a dropped or digested unit's segments in the
-    trace's order, and a still-sent truncation is in ``Fit.truncated``."""
+    trace's order; a truncated body is in ``Fit.truncated``, or, if a later rung dropped it,
+    among the evictions, smaller than it was given."""
     out: list[list[int]] = []
     at = 0
     covered: dict[str, list[int]] = {}  # digest record group -> the positions it summarises
-    cut: dict[str, deque[Truncation]] = {}
-    for t in truncated:
-        cut.setdefault(t.rung, deque()).append(t)
+    pending = list(truncated)
+    used: set[int] = set()
     for row in rows:
-        parsed = _parse_label(str(row.get("label", "")))
+        label = str(row.get("label", ""))
+        parsed = _parse_label(label)
         found: list[int] = []
         if row.get("action") in ("drop", "digest") and at < len(evicted):
             first = evicted[at]
@@ -174,11 +196,8 @@ def row_messages(rows: Sequence[dict[str, Any]], evicted: Sequence[Eviction], tr
                     found += covered.get(group, [])
             if row.get("action") == "digest" and group is not None:
                 covered[group] = sorted(set(found))
-        elif row.get("action") == "truncate":
-            queue = cut.get(str(row.get("rung")))
-            if queue:
-                index = _index(queue.popleft().original.meta)
-                found = [index] if index is not None else []
+        elif row.get("action") == "truncate" and parsed is None:
+            found = _truncated_at(label, str(row.get("rung")), pending, evicted, used)
         out.append(parsed if parsed is not None else sorted(set(found)))
     return out
 
