@@ -102,8 +102,7 @@ def _read(entry: Entry) -> str | None:
     """The entry's text, or None after marking it skipped (binary, not UTF-8, unreadable)."""
     try:
         if entry.path is None:
-            io_text = io.read_text("-")[1]
-            return io_text
+            return io.read_text("-")[1]
         raw = entry.path.read_bytes()
     except OSError as e:
         if entry.named:
@@ -149,7 +148,7 @@ def count(specs: Sequence[str], tok: Tokenizer) -> None:
         else:
             io.show(io.out, f"{'skipped':>12}  {e.name} ({e.skipped})")
     skipped = len(entries) - len(counted)
-    if len(entries) > 1 or skipped:
+    if len(entries) != 1 or skipped:  # an empty folder says so: "0 total (0 files, ...)"
         files = f"{len(counted)} file{'s' if len(counted) != 1 else ''}"
         extra = f", {skipped} skipped" if skipped else ""
         io.show(io.out, f"{sum(e.tokens or 0 for e in counted):>12,}  total ({files}{extra}, {tok.name})")
