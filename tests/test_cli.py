@@ -299,6 +299,7 @@ ERROR_CASES = {
     "not an object": ("42", ["--window", "1000"], ["payload.json", "'messages'"]),
     "object without messages": ('{"model": "gpt-4o"}', ["--window", "1000"], ["payload.json", "'messages'"]),
     "messages not a list": ('{"messages": "hi"}', ["--window", "1000"], ["payload.json", "messages"]),
+    "empty messages": ("[]", ["--window", "1000"], ["payload.json", "'messages' is empty"]),
     "message without role": (json.dumps({"messages": [{"role": "user", "content": "a"}, {"content": "b"}]}),
                              ["--window", "1000"], ["payload.json", "messages[1]", "role"]),
     # A system role is an OpenAI signal, the top-level system an Anthropic one: --format settles it.
@@ -351,7 +352,8 @@ def test_failed_run_leaves_an_existing_output_alone(tmp_path: Path, case: str) -
 def test_output_into_a_missing_directory(tmp_path: Path) -> None:
     write(tmp_path / "p.json", GOOD)
     proc = run(tmp_path, "fit", "p.json", "--window", "1000", "-o", "no/such/dir/out.json")
-    assert_one_line_error(proc, "no/such/dir/out.json", "cannot write", stdout_empty=False)
+    # Changed (report #9): the check comes before the trace is printed, so stdout stays empty.
+    assert_one_line_error(proc, "no/such/dir/out.json", "cannot write")
     assert listing(tmp_path) == ["p.json"]
 
 

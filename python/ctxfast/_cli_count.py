@@ -136,8 +136,10 @@ def count(specs: Sequence[str], tok: Tokenizer) -> None:
                     texts.append(text)
             try:
                 counts = tok.count_many(texts).tolist() if texts else []
-            except CtxfastError as e:
-                io.fail(f"{readable[getattr(e, 'index', None) or 0].name}: {e}" if readable else str(e))
+            except CtxfastError as failure:
+                at = getattr(failure, "index", None)
+                where = readable[at].name if isinstance(at, int) and 0 <= at < len(readable) else "count"
+                io.fail(f"{where}: {failure}")
             for entry, n in zip(readable, counts):
                 entry.tokens = int(n)
             progress.advance(task, len(batch))

@@ -61,6 +61,8 @@ def _check_shape(name: str, messages: Any) -> None:
         io.fail(f"{name}: expected a JSON object with a 'messages' list (or a bare list of messages)")
     if not isinstance(messages, list):
         io.fail(f"{name}: 'messages' must be a list of message objects, not {_json_type(messages)}")
+    if not messages:
+        io.fail(f"{name}: 'messages' is empty: there is no request to fit")
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             io.fail(f"{name}: messages[{i}] must be a JSON object, not {_json_type(m)}")
