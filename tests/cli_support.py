@@ -54,9 +54,15 @@ def invoke(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
 
 def ctxfast_command() -> list[str]:
     """The installed ``ctxfast`` script beside this interpreter (what a user runs), else
-    ``python -m ctxfast``."""
+    ``python -m ctxfast`` (no script, or one whose interpreter is gone: a copied venv)."""
     script = shutil.which("ctxfast", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "ctxfast"]
+    if script:
+        with open(script, "rb") as f:
+            first = f.readline().decode("utf-8", "replace").strip()
+        interpreter = first[2:].split()[0] if first.startswith("#!") and first[2:].split() else ""
+        if not first.startswith("#!") or Path(interpreter).exists():
+            return [script]
+    return [sys.executable, "-m", "ctxfast"]
 
 
 def run(cwd: Path, *args: str, stdin: bytes | None = None, columns: int | None = None,
