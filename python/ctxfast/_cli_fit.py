@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ctxfast import Budget, CtxfastError, Fit, Policy, Tokenizer, Unfittable
 from ctxfast import _cli_io as io
@@ -125,7 +125,7 @@ def run(o: Options) -> None:
     try:
         budget = Budget(o.window, reserve)
     except CtxfastError as e:
-        if reserve_source in ("--reserve", "none"):
+        if reserve_source in ("--reserve", "none") or reserve < o.window:
             io.fail(f"--window/--reserve: {e}")
         io.fail(f"--window {o.window:,}: the payload's {reserve_source} reserves {reserve:,} tokens for the reply, "
                 "which leaves nothing for input", hint=f"raise --window above {reserve:,}, or pass a smaller --reserve")
@@ -169,7 +169,7 @@ def run(o: Options) -> None:
 def _report_unfittable(
     e: Unfittable, o: Options, name: str, console: Any, facts: dict[str, Any], header: list[str],
     reserve: int, note: str | None,
-) -> None:
+) -> NoReturn:
     """The failed attempt's trace (when the engine gives one), then the error and a remedy."""
     trace = getattr(e, "trace", None)
     trace = trace if isinstance(trace, str) and trace.strip() else None
