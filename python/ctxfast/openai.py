@@ -42,8 +42,8 @@ from typing import Any
 
 from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
-from ctxfast import _payload
-from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where, assign_exchanges
+from ctxfast import _payload, _shapes
+from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where
 
 __all__ = ["fit_messages", "message_framing", "REPLY_PRIMING", "TOKENS_PER_MESSAGE"]
 
@@ -61,75 +61,101 @@ FUNC_INIT = {"cl100k_base": 10}
 FUNC_INIT_DEFAULT = 7
 PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 3, 3, -3, 3, 12
 IMAGE_LOW, IMAGE_DEFAULT = 85, 765
+#: ``input_audio`` estimate: tokens per second of audio, and the bytes a second takes by format
+#: (wav: 16 kHz 16-bit mono; mp3: 128 kb/s).
+AUDIO_TOKENS_PER_SECOND = 10
+AUDIO_BYTES_PER_SECOND = {"wav": 32_000, "mp3": 16_000}
+#: ``file`` part (a PDF: its text and an image of each page) estimate, per file.
+FILE_TOKENS = 1600
 
+#: The roles of Chat Completions (``function``: the legacy function-calling result).
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: The content part types counted (see the module docstring for each rule).
+PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
+#: The message fields read (``audio`` and ``annotations`` are known and not counted).
+FIELDS = frozenset(
+    {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
+)
 _SYSTEM_ROLES = {"system", "developer"}
 _NO_CALLS: list[Any] = []  # shared, never appended to
 
 
-def message_framing(message: dict[str, Any]) -> int:
-    """Tokens a message costs beyond its counted strings."""
-    framing = TOKENS_PER_MESSAGE
-    if message.get("name"):
-        framing += TOKENS_PER_NAME
-    framing += TOKENS_PER_TOOL_CALL * len(message.get("tool_calls") or ())
-    return framing
+#: Where a message's truncatable string is, and the string (``_rounds``: its longest text field).
+Main = tuple[tuple[Any, ...], str]
 
 
-def _content_strings(content: Any, where: str, origins: list[Where] | None = None) -> tuple[list[str], int]:
-    """The strings of a content field and the tokens of its non-text parts; with `origins`, where
-    each string came from is appended to it (only to word an error)."""
+def _longer(best: Main | None, path: tuple[Any, ...], value: str) -> Main:
+    return (path, value) if best is None or len(value) > len(best[1]) else best
+
+
+def _audio_tokens(audio: Any, where: str) -> int:
+    """The documented estimate for an ``input_audio`` part: ``AUDIO_TOKENS_PER_SECOND`` for each
+    second of audio, the length taken from the base64 data's size at ``AUDIO_BYTES_PER_SECOND``."""
+    if not isinstance(audio, dict):
+        raise ArgumentTypeError(f"{where}.input_audio must be a dict with 'data' and 'format'")
+    data = audio.get("data", "")
+    if not isinstance(data, str):
+        raise ArgumentTypeError(f"{where}.input_audio.data must be a base64 str, not {type(data).__name__}")
+    fmt = audio.get("format")
+    rate = AUDIO_BYTES_PER_SECOND.get(fmt if isinstance(fmt, str) else "", 16_000)
+    return max(1, -(-len(data) * 3 // 4 * AUDIO_TOKENS_PER_SECOND // rate))
+
+
+def _content_strings(
+    content: Any, where: str, origins: list[Where] | None = None
+) -> tuple[list[str], int, Main | None]:
+    """The strings of a content field, the tokens of its non-text parts and its longest text
+    field; with `origins`, where each string came from is appended to it (only to word an error)."""
     if content is None:
-        return [], 0
+        return [], 0, None
     if isinstance(content, str):
         if origins is not None:
             origins.append(Origin(f"{where}.content"))
-        return [content], 0
+        return [content], 0, (("content",), content)
     if isinstance(content, list):
         strings: list[str] = []
         extra = 0
+        best: Main | None = None
         for j, part in enumerate(content):
+            at = f"{where}.content[{j}]"
             if not isinstance(part, dict):
-                raise ArgumentTypeError(f"{where}.content[{j}] must be a dict, not {type(part).__name__}")
+                raise ArgumentTypeError(f"{at} must be a dict, not {type(part).__name__}")
             kind = part.get("type")
-            if kind == "text":
-                value = part.get("text", "")
-                strings.append(value if type(value) is str else _payload.text(value, where, f".content[{j}].text"))
+            if kind == "text" or kind == "refusal":
+                value = part.get(kind, "")
+                value = value if type(value) is str else _payload.text(value, at, f".{kind}")
+                strings.append(value)
                 if origins is not None:
-                    origins.append(Origin(f"{where}.content[{j}].text"))
+                    origins.append(Origin(f"{at}.{kind}"))
+                if kind == "text":
+                    best = _longer(best, ("content", j, "text"), value)
             elif kind == "image_url":
                 image = part.get("image_url") or {}
                 if isinstance(image, str):
                     image = {"url": image}
                 if not isinstance(image, dict):
-                    raise ArgumentTypeError(f"{where}.content[{j}].image_url must be a dict or a URL string")
+                    raise ArgumentTypeError(f"{at}.image_url must be a dict or a URL string")
                 extra += IMAGE_LOW if image.get("detail") == "low" else IMAGE_DEFAULT
+            elif kind == "input_audio":
+                extra += _audio_tokens(part.get("input_audio"), at)
+            elif kind == "file":
+                if not isinstance(part.get("file"), dict):
+                    raise ArgumentTypeError(f"{at}.file must be a dict (file_id, or file_data and filename)")
+                extra += FILE_TOKENS
             else:
-                strings.append(_payload.as_json(part, where, f".content[{j}]", sort_keys=True))
-                if origins is not None:
-                    origins.append(Origin(f"{where}.content[{j}]"))
-        return strings, extra
+                _shapes.refuse_responses_part(kind, at, "openai")
+                raise _shapes.unknown_part(part, at, PART_TYPES, "content part")
+        return strings, extra, best
     raise ArgumentTypeError(f"{where}.content must be a str, a list of parts or None, not {type(content).__name__}")
-
-
-def _main_text(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for j, p in enumerate(content):
-            if isinstance(p, dict) and p.get("type") == "text":
-                value = p.get("text", "")
-                texts.append(value if type(value) is str else _payload.text(value, where, f".content[{j}].text"))
-        return "\n".join(texts)
-    return ""
 
 
 def _read_message(
     m: dict[str, Any], where: str, origins: list[Where] | None = None
-) -> tuple[list[str], int, dict[str, str] | None, list[tuple[int, Any]]]:
-    """One message's counted strings, the tokens of its non-text parts, its digest meta and its
-    tool calls' (index, id); with `origins`, where each string came from is appended to it."""
-    strings, extra = _content_strings(m.get("content"), where, origins)
+) -> tuple[list[str], int, dict[str, str] | None, list[tuple[int, Any]], Main | None]:
+    """One message's counted strings, the tokens of its non-text parts, its digest meta, its
+    tool calls' (index, id) and its longest text field; with `origins`, where each string came
+    from is appended to it."""
+    strings, extra, main = _content_strings(m.get("content"), where, origins)
     strings.append(m["role"])
     if origins is not None:
         origins.append(Origin(f"{where}.role"))
@@ -137,29 +163,51 @@ def _read_message(
         strings.append(_payload.text(m["name"], where, ".name"))
         if origins is not None:
             origins.append(Origin(f"{where}.name"))
+    refusal = m.get("refusal")
+    if refusal:
+        strings.append(_payload.text(refusal, where, ".refusal"))
+        if origins is not None:
+            origins.append(Origin(f"{where}.refusal"))
     meta = None
     ids: list[tuple[int, Any]] = _NO_CALLS
     calls = m.get("tool_calls") or _NO_CALLS
     if not isinstance(calls, list):
         raise ArgumentTypeError(f"{where}.tool_calls must be a list, not {type(calls).__name__}")
-    for k, call in enumerate(calls):
-        fn = call.get("function") if isinstance(call, dict) else None
+    legacy = m.get("function_call")
+    fields: list[tuple[str, Any, Any]] = [
+        (f".tool_calls[{k}].function", call.get("function") if isinstance(call, dict) else None, call)
+        for k, call in enumerate(calls)
+    ]
+    if legacy:
+        fields.append((".function_call", legacy, None))
+    for k, (at, fn, call) in enumerate(fields):
         if not isinstance(fn, dict):
-            raise ArgumentTypeError(f"{where}.tool_calls[{k}] must be a dict with a 'function' dict")
+            shape = "a dict (name, arguments)" if call is None else "a dict with a 'function' dict"
+            raise ArgumentTypeError(f"{where}{at.removesuffix('.function')} must be {shape}")
         name, arguments = fn.get("name", ""), fn.get("arguments", "")
         if type(name) is not str:
-            name = _payload.text(name, where, f".tool_calls[{k}].function.name")
+            name = _payload.text(name, where, f"{at}.name")
         if type(arguments) is not str:
-            arguments = _payload.text(arguments, where, f".tool_calls[{k}].function.arguments")
+            arguments = _payload.text(arguments, where, f"{at}.arguments")
         strings += [name, arguments]
         if origins is not None:
-            origins += [Origin(f"{where}.tool_calls[{k}].function.name"), Origin(f"{where}.tool_calls[{k}].function.arguments")]
+            origins += [Origin(f"{where}{at}.name"), Origin(f"{where}{at}.arguments")]
         if meta is None:
             meta = {"tool": name, "arguments": arguments}
-        if k == 0:
-            ids = []
-        ids.append((k, call.get("id")))
-    return strings, extra, meta, ids
+        if call is not None:
+            if k == 0:
+                ids = []
+            ids.append((k, call.get("id")))
+    return strings, extra, meta, ids, main
+
+
+def message_framing(message: dict[str, Any]) -> int:
+    """Tokens a message costs beyond its counted strings."""
+    framing = TOKENS_PER_MESSAGE
+    if message.get("name"):
+        framing += TOKENS_PER_NAME
+    framing += TOKENS_PER_TOOL_CALL * (len(message.get("tool_calls") or ()) + bool(message.get("function_call")))
+    return framing
 
 
 def _tools_parts(tools: Sequence[Any], encoding: str) -> tuple[list[str], list[Where], int]:
@@ -250,28 +298,29 @@ def _fit(
     pin_first_user: bool,
     here: _payload.Cursor,
 ) -> tuple[list[dict[str, Any]], Fit]:
+    _shapes.refuse_body(messages, "openai")
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
         raise ArgumentTypeError(f"argument 'messages' must be a list of dicts, not {type(messages).__name__}")
     tool_list = _payload.sequence_arg(tools, "tools")
     roles: list[str] = []
+    read = []
     for i, m in enumerate(messages):
         here.at = i
-        if not isinstance(m, dict):
-            raise ArgumentTypeError(f"messages[{i}] must be a dict, not {type(m).__name__}")
-        role = m.get("role")
-        if role is None:
-            raise InvalidArgumentError(f"messages[{i}] has no 'role'")
-        if not isinstance(role, str):
-            raise InvalidArgumentError(f"messages[{i}].role must be a str, not {type(role).__name__}")
-        roles.append("system" if role in _SYSTEM_ROLES else "user" if role == "user" else role)
-    groups, current, pinned = assign_exchanges(roles, lambda i: True, pin_first_user)
+        where = f"messages[{i}]"
+        _check_message(m, where)
+        role = m["role"]
+        roles.append("system" if role in _SYSTEM_ROLES else role)
+        read.append(_read_message(m, where))
+    groups, current, pinned = _payload.assign_units(
+        roles, lambda i: True, lambda i: bool(read[i][3]) or bool(messages[i].get("function_call")), pin_first_user
+    )
     records: list[Message] = []
     calls: list[ToolLink] = []
     results: list[ToolLink] = []
     for i, m in enumerate(messages):
         here.at = i
         where = f"messages[{i}]"
-        strings, extra, meta, ids = _read_message(m, where)
+        strings, extra, meta, ids, main = read[i]
         role = m["role"]
         for k, raw in ids:
             call_id = _payload.tool_id(raw, where, f".tool_calls[{k}].id")
@@ -281,10 +330,10 @@ def _fit(
             result_id = _payload.tool_id(m.get("tool_call_id"), where, ".tool_call_id")
             if result_id is not None:
                 results.append(ToolLink(i, where, result_id))
-        layer, group = _payload.place(i, groups, current, pinned, system=roles[i] == "system", tool_result=role == "tool")
-        records.append(
-            Message(i, layer, group, _main_text(m.get("content"), where), strings, message_framing(m) + extra, meta)
-        )
+        is_result = role in ("tool", "function")
+        layer, group = _payload.place(i, groups, current, pinned, system=roles[i] == "system", tool_result=is_result)
+        path, text = main if main is not None else (None, "")
+        records.append(Message(i, layer, group, text, strings, message_framing(m) + extra, meta, path=path))
     here.at = None
     _payload.check_tool_pairs(
         calls, results, groups, result_field="tool_call_id", between=lambda k: f"a {messages[k]['role']} message"
@@ -307,6 +356,20 @@ def _fit(
         digest_framing=TOKENS_PER_MESSAGE + 1,  # a user message: framing + its role
         origins_of=lambda i: _origins_of(messages[i], i),
     )
+
+
+def _check_message(m: Any, where: str) -> None:
+    """The shape checks (``_shapes``): a dict, not a Responses item or a Gemini entry, a Chat
+    role, no field holding text that would not be counted."""
+    if not isinstance(m, dict):
+        raise ArgumentTypeError(f"{where} must be a dict, not {type(m).__name__}")
+    _shapes.refuse_foreign(m, where, "openai")
+    role = m.get("role")
+    if role is None:
+        raise InvalidArgumentError(f"{where} has no 'role' (one of {', '.join(ROLES)})")
+    if not isinstance(role, str) or role not in ROLES:
+        raise _shapes.unknown_role(role, where, ROLES, "an OpenAI Chat")
+    _shapes.check_fields(m, where, FIELDS, "OpenAI Chat", "Put the message's text in 'content', or remove the field.")
 
 
 def _origins_of(m: dict[str, Any], i: int) -> list[Where]:
