@@ -163,11 +163,14 @@ def anthropic(conv: Conversation) -> tuple[str, list[dict[str, Any]]]:
 # Units, as the adapters' docstrings define them (an independent implementation)
 
 
-def units(inp: list[dict[str, Any]], opens: Any, calls: Any) -> tuple[list[list[int]], set[int]]:
+def units(inp: list[dict[str, Any]], opens: Any, calls: Any, pin: bool) -> tuple[list[list[int]], set[int]]:
     """(the evictable units as lists of input indices, the protected indices): exchanges before
-    the last ask; after it, the tool rounds between the first and the last call-making message."""
+    the last ask; after it, the tool rounds between the first and the last call-making message.
+    With `pin`, the first ask (unless it is the last) stands alone, protected."""
     protected = {i for i, m in enumerate(inp) if m["role"] in ("system", "developer")}
     starts = [i for i, m in enumerate(inp) if m["role"] == "user" and opens(m)]
+    if pin and len(starts) > 1:
+        protected.add(starts[0])
     out: list[list[int]] = []
     for a, b in zip(starts, starts[1:]):
         out.append([i for i in range(a, b) if i not in protected])
@@ -279,7 +282,8 @@ def check_units(inp: list[dict[str, Any]], explained: list[Any], unit_list: list
     assert len(digests) <= gone, "more digests than units that left"
 
 
-def check_openai(inp: list[dict[str, Any]], out: list[dict[str, Any]], fit: Any, ceiling: int, enc: Any) -> None:
+def check_openai(inp: list[dict[str, Any]], out: list[dict[str, Any]], fit: Any, ceiling: int, enc: Any, *,
+                 pin: bool = False) -> None:
     assert out and fit.total <= ceiling
     i = 0
     while i < len(out):
@@ -301,12 +305,12 @@ def check_openai(inp: list[dict[str, Any]], out: list[dict[str, Any]], fit: Any,
         i += 1
     explained, _ = pieces(inp, out, merged=False)
     opens = lambda m: True  # noqa: E731
-    check_units(inp, explained, *units(inp, opens, lambda m: bool(m.get("tool_calls"))))
+    check_units(inp, explained, *units(inp, opens, lambda m: bool(m.get("tool_calls")), pin))
     assert fit.total == openai_total(out, enc), "fit.total is not the count of what is sent"
 
 
 def check_anthropic(system: str, inp: list[dict[str, Any]], out: list[dict[str, Any]], fit: Any, ceiling: int,
-                    enc: Any) -> None:
+                    enc: Any, *, pin: bool = False) -> None:
     assert out and fit.total <= ceiling
     assert out[0]["role"] == "user", "the request does not start with a user message"
     for i, m in enumerate(out):
@@ -328,7 +332,7 @@ def check_anthropic(system: str, inp: list[dict[str, Any]], out: list[dict[str, 
     explained, merges = pieces(inp, out, merged=True)
     opens = lambda m: not any(b["type"] == "tool_result" for b in _blocks(m["content"]))  # noqa: E731
     calls = lambda m: any(b["type"] == "tool_use" for b in _blocks(m["content"]))  # noqa: E731
-    check_units(inp, explained, *units(inp, opens, calls))
+    check_units(inp, explained, *units(inp, opens, calls, pin))
     assert fit.total == anthropic_total(system, out, enc) + 3 * merges, "fit.total is not the documented count"
 
 
