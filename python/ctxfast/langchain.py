@@ -11,8 +11,11 @@ It takes the same common arguments. What is different:
   after it) leaves whole. Under the default ``Policy.agent()`` an old tool exchange is first
   replaced by a tagged digest, a ``HumanMessage`` that holds no tool blocks. The kept history
   therefore always starts at a human message, and ``start_on``/``end_on`` need not do anything.
-- **The current turn stays.** The last human message, and everything after it, is never
-  dropped.
+- **The current turn stays.** The last human message is never dropped, and neither is the
+  newest tool round after it. In an agent loop (one human ask, then many ``AIMessage``
+  tool-call rounds with their ``ToolMessage`` results) each older round is a unit of its own,
+  digested or dropped oldest first like an exchange (``ctxfast._rounds``), so the loop can be
+  trimmed.
 - **Counting.** Each message is counted once, not once per binary-search probe.
   ``token_counter`` may be a callable over a list of messages, a callable over one message, a
   chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None. None means exact
@@ -20,7 +23,10 @@ It takes the same common arguments. What is different:
   one native batch. A list counter is handed whole exchanges (a tool result always comes with
   its call), and digests are counted with the caller's counter too.
 - **``allow_partial=True``** raises ``UnsupportedOperationError``. To cut message bodies, pass a
-  policy with a ``truncate`` rung. ``text_splitter`` is not used.
+  policy with a ``truncate`` rung: it shortens one piece of a message, its longest text (a str
+  content, a str item or a text block of a content list), in a copy; images, tool calls and the
+  other blocks stay. (With the default counter the pieces of a content list are counted one by
+  one, as the OpenAI adapter counts parts.) ``text_splitter`` is not used.
 - **``strategy="first"``** keeps the oldest exchanges: newest goes first, but the current turn
   still never goes.
 - **Tool calls and results are paired by id** (``AIMessage.tool_calls[k]["id"]`` and

@@ -18,16 +18,39 @@ How the request is counted, and how exact each part is:
 - **Assistant ``tool_calls`` and ``tool`` messages: an estimate.** OpenAI documents nothing here.
   Each call costs its name, its arguments and 3 tokens, which reproduces the one public
   API data point.
-- **Images: an estimate.** 85 tokens at ``detail: low``, 765 otherwise (a 1024×1024 image).
+- **Images, audio and files: estimates.** ``image_url``: 85 tokens at ``detail: low``, 765
+  otherwise (a 1024×1024 image). ``input_audio``: ``AUDIO_TOKENS_PER_SECOND`` (10) per second,
+  the length taken from the base64 data at ``AUDIO_BYTES_PER_SECOND`` (wav 32,000, mp3 16,000
+  bytes a second). ``file`` (a PDF): ``FILE_TOKENS`` (1,600) per file. ``refusal`` parts and the
+  ``refusal`` field count their text; the legacy ``function_call`` counts like a tool call; an
+  ``audio`` reference and ``annotations`` are not counted.
+
+Shapes that would be miscounted are refused before counting (``ctxfast._shapes``): a role
+other than ``ROLES`` (with a "did you mean"), a content part type other than ``PART_TYPES``
+(naming ``messages[i].content[j]``), a field other than ``FIELDS`` that holds text (``text``
+instead of ``content``, ``reasoning_content``...), and OpenAI Responses API items or Gemini
+``contents`` (not supported yet by this adapter; support is planned separately).
 
 Tool calls and ``tool`` messages are paired by id (``tool_calls[k].id`` and ``tool_call_id``): a
-result always leaves with its call. A ``tool`` message whose call is not in its exchange (a user
-message stands between them), one that answers no earlier call or answers a call a second time,
-and a call id used twice are refused with ``InvalidArgumentError`` naming the messages: such a
-payload is already invalid for the API, and refusing it (rather than merging exchanges) means
-every fitted request keeps each result right after its call. A call without a result at the end
-of the payload is fine. Calls and results without ids are grouped by position, as before (and
-when no call has an id, results are not checked).
+result always leaves with its call. A ``tool`` message whose call is not in its exchange or
+round (a user message, or another assistant message with calls, stands between them), one that
+answers no earlier call or answers a call a second time, and a call id used twice are refused
+with ``InvalidArgumentError`` naming the messages: such a payload is already invalid for the
+API, and refusing it (rather than merging units) means every fitted request keeps each result
+right after its call. A call without a result at the end of the payload is fine. Calls and
+results without ids are grouped by position, as before (and when no call has an id, results
+are not checked).
+
+Agent loops (``ctxfast._rounds``): the current turn, which is never dropped, is the last user
+message (the ask) and the newest tool round (the assistant message that made the last tool
+calls, its results and anything after them). Each older round after the ask, an assistant
+message with ``tool_calls`` and its ``tool`` messages, is a unit of its own, digested or dropped
+oldest first like an exchange, so a loop of many rounds fits under ``Policy.agent()`` at any
+budget that holds the system prompt, the ask and the newest round.
+
+A truncate rung shortens one string of a message, its longest text (a ``str`` content, a text
+part), in a copy: images, ``tool_calls``, ids and the other parts are the caller's own, and
+``fit.total`` still counts them.
 
 A malformed payload gets ``ArgumentTypeError`` or ``InvalidArgumentError`` naming the path
 (``messages[3].content[0]``, ``tools[1].function.name``); nested values are read up to
@@ -36,7 +59,6 @@ A malformed payload gets ``ArgumentTypeError`` or ``InvalidArgumentError`` namin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +66,15 @@ from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast import _payload, _shapes
 from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where
+
+# The content parts' rules live in _parts.py.
+from ctxfast._parts import AUDIO_BYTES_PER_SECOND as AUDIO_BYTES_PER_SECOND
+from ctxfast._parts import AUDIO_TOKENS_PER_SECOND as AUDIO_TOKENS_PER_SECOND
+from ctxfast._parts import FILE_TOKENS as FILE_TOKENS
+from ctxfast._parts import IMAGE_DEFAULT as IMAGE_DEFAULT
+from ctxfast._parts import IMAGE_LOW as IMAGE_LOW
+from ctxfast._parts import PART_TYPES as PART_TYPES
+from ctxfast._parts import Main, content_strings
 
 __all__ = ["fit_messages", "message_framing", "REPLY_PRIMING", "TOKENS_PER_MESSAGE"]
 
@@ -60,18 +91,8 @@ TOKENS_PER_TOOL_CALL = 3
 FUNC_INIT = {"cl100k_base": 10}
 FUNC_INIT_DEFAULT = 7
 PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 3, 3, -3, 3, 12
-IMAGE_LOW, IMAGE_DEFAULT = 85, 765
-#: ``input_audio`` estimate: tokens per second of audio, and the bytes a second takes by format
-#: (wav: 16 kHz 16-bit mono; mp3: 128 kb/s).
-AUDIO_TOKENS_PER_SECOND = 10
-AUDIO_BYTES_PER_SECOND = {"wav": 32_000, "mp3": 16_000}
-#: ``file`` part (a PDF: its text and an image of each page) estimate, per file.
-FILE_TOKENS = 1600
-
 #: The roles of Chat Completions (``function``: the legacy function-calling result).
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-#: The content part types counted (see the module docstring for each rule).
-PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
 #: The message fields read (``audio`` and ``annotations`` are known and not counted).
 FIELDS = frozenset(
     {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
@@ -80,82 +101,13 @@ _SYSTEM_ROLES = {"system", "developer"}
 _NO_CALLS: list[Any] = []  # shared, never appended to
 
 
-#: Where a message's truncatable string is, and the string (``_rounds``: its longest text field).
-Main = tuple[tuple[Any, ...], str]
-
-
-def _longer(best: Main | None, path: tuple[Any, ...], value: str) -> Main:
-    return (path, value) if best is None or len(value) > len(best[1]) else best
-
-
-def _audio_tokens(audio: Any, where: str) -> int:
-    """The documented estimate for an ``input_audio`` part: ``AUDIO_TOKENS_PER_SECOND`` for each
-    second of audio, the length taken from the base64 data's size at ``AUDIO_BYTES_PER_SECOND``."""
-    if not isinstance(audio, dict):
-        raise ArgumentTypeError(f"{where}.input_audio must be a dict with 'data' and 'format'")
-    data = audio.get("data", "")
-    if not isinstance(data, str):
-        raise ArgumentTypeError(f"{where}.input_audio.data must be a base64 str, not {type(data).__name__}")
-    fmt = audio.get("format")
-    rate = AUDIO_BYTES_PER_SECOND.get(fmt if isinstance(fmt, str) else "", 16_000)
-    return max(1, -(-len(data) * 3 // 4 * AUDIO_TOKENS_PER_SECOND // rate))
-
-
-def _content_strings(
-    content: Any, where: str, origins: list[Where] | None = None
-) -> tuple[list[str], int, Main | None]:
-    """The strings of a content field, the tokens of its non-text parts and its longest text
-    field; with `origins`, where each string came from is appended to it (only to word an error)."""
-    if content is None:
-        return [], 0, None
-    if isinstance(content, str):
-        if origins is not None:
-            origins.append(Origin(f"{where}.content"))
-        return [content], 0, (("content",), content)
-    if isinstance(content, list):
-        strings: list[str] = []
-        extra = 0
-        best: Main | None = None
-        for j, part in enumerate(content):
-            at = f"{where}.content[{j}]"
-            if not isinstance(part, dict):
-                raise ArgumentTypeError(f"{at} must be a dict, not {type(part).__name__}")
-            kind = part.get("type")
-            if kind == "text" or kind == "refusal":
-                value = part.get(kind, "")
-                value = value if type(value) is str else _payload.text(value, at, f".{kind}")
-                strings.append(value)
-                if origins is not None:
-                    origins.append(Origin(f"{at}.{kind}"))
-                if kind == "text":
-                    best = _longer(best, ("content", j, "text"), value)
-            elif kind == "image_url":
-                image = part.get("image_url") or {}
-                if isinstance(image, str):
-                    image = {"url": image}
-                if not isinstance(image, dict):
-                    raise ArgumentTypeError(f"{at}.image_url must be a dict or a URL string")
-                extra += IMAGE_LOW if image.get("detail") == "low" else IMAGE_DEFAULT
-            elif kind == "input_audio":
-                extra += _audio_tokens(part.get("input_audio"), at)
-            elif kind == "file":
-                if not isinstance(part.get("file"), dict):
-                    raise ArgumentTypeError(f"{at}.file must be a dict (file_id, or file_data and filename)")
-                extra += FILE_TOKENS
-            else:
-                _shapes.refuse_responses_part(kind, at, "openai")
-                raise _shapes.unknown_part(part, at, PART_TYPES, "content part")
-        return strings, extra, best
-    raise ArgumentTypeError(f"{where}.content must be a str, a list of parts or None, not {type(content).__name__}")
-
-
 def _read_message(
     m: dict[str, Any], where: str, origins: list[Where] | None = None
 ) -> tuple[list[str], int, dict[str, str] | None, list[tuple[int, Any]], Main | None]:
     """One message's counted strings, the tokens of its non-text parts, its digest meta, its
     tool calls' (index, id) and its longest text field; with `origins`, where each string came
     from is appended to it."""
-    strings, extra, main = _content_strings(m.get("content"), where, origins)
+    strings, extra, main = content_strings(m.get("content"), where, origins)
     strings.append(m["role"])
     if origins is not None:
         origins.append(Origin(f"{where}.role"))
@@ -279,11 +231,11 @@ def fit_messages(
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Chat Completions request under ``budget``; returns ``(messages, fit)``.
 
-    System/developer messages, the tool schemas and the current turn (the last user message
-    and everything after it) are never dropped. Exchanges leave whole, or are replaced by a
-    tagged digest under the default ``Policy.agent()``. Kept messages are the caller's own
-    dicts, unchanged. ``fit.total`` is the request's prompt tokens, framing and tools
-    included.
+    System/developer messages, the tool schemas and the current turn (the last user message,
+    and in an agent loop the newest tool round) are never dropped. Exchanges and older tool
+    rounds leave whole, or are replaced by a tagged digest under the default ``Policy.agent()``.
+    Kept messages are the caller's own dicts, unchanged; a truncated one is a copy with one
+    text shortened. ``fit.total`` is the request's prompt tokens, framing and tools included.
     """
     with _payload.boundary() as here:
         return _fit(messages, budget, tools, policy, tokenizer, pin_first_user, here)
