@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import agent_payloads as ap
-from ctxfast import Budget, Unfittable, _payload, anthropic, openai
+from ctxfast import Budget, InvalidArgumentError, Unfittable, _payload, anthropic, openai
 from ctxfast.langchain import trim_messages
 from sessions import anthropic_session
 
@@ -183,3 +183,30 @@ def test_anthropic_round_digest_joins_the_results_before_it(enc: Any) -> None:
     for m in joined:
         kinds = [b["type"] for b in m["content"]]
         assert kinds == sorted(kinds, key=lambda k: k != "tool_result"), "text never precedes a tool_result"
+
+
+def test_a_result_after_a_later_call_is_refused() -> None:
+    """Results of a round must come before the next round's call (the API requires the tool
+    messages right after their assistant message); grouping rounds would otherwise split them."""
+    def call(i: str) -> dict[str, Any]:
+        return {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+    msgs = [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call("a")]},
+            {"role": "assistant", "content": None, "tool_calls": [call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "x"},
+            {"role": "tool", "tool_call_id": "b", "content": "y"}]
+    with pytest.raises(InvalidArgumentError) as info:
+        openai.fit_messages(msgs, 1000)
+    assert "messages[2] (an assistant message) stands between them" in str(info.value)
+    assert "later tool call" in str(info.value)
+
+
+def test_user_messages_adjacent_in_the_input_are_not_merged(enc: Any) -> None:
+    """Only neighbours the fit made are merged: two user messages the caller sent side by side
+    stay two messages (the API merges them itself)."""
+    msgs = [{"role": "user", "content": "old " * 300}, {"role": "assistant", "content": "old answer " * 50},
+            {"role": "user", "content": "first part of the question"},
+            {"role": "user", "content": "second part of the question"}]
+    out, fit = anthropic.fit_messages(None, msgs, 60)
+    assert fit.evicted and out == msgs[2:] and out[0] is msgs[2] and out[1] is msgs[3]

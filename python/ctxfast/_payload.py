@@ -201,15 +201,12 @@ def fit_messages(
         # A text cut to nothing or to whitespace alone (providers reject an empty text block; the
         # core never cuts a text to empty, but its first token can be whitespace) is answered by
         # fitting again with that message's text off limits. Rare, and bounded by the messages.
-        emptied = {
-            meta["index"]
-            for seg in result.kept
-            for meta in (seg.meta if isinstance(seg.meta, dict) else {},)
-            if "index" in meta
-            and not seg.text.strip()
-            and meta["index"] not in frozen
-            and records[meta["index"]].text.strip()
-        }
+        cut: dict[int, str] = {}
+        for t in result.truncated:
+            meta = t.segment.meta
+            if isinstance(meta, dict) and isinstance(meta.get("index"), int):
+                cut[meta["index"]] = t.segment.text
+        emptied = {i for i, text in cut.items() if not text.strip() and i not in frozen and records[i].text.strip()}
         if not emptied:
             break
         frozen |= emptied
@@ -222,11 +219,11 @@ def fit_messages(
         if index is None:
             out.append(make_digest(seg.text))
             continue
-        record = records[index]
-        if index in frozen or seg.text == record.text or record.path is None:
-            out.append(messages[index])
+        path = records[index].path
+        if index in cut and path is not None and cut[index] != records[index].text:
+            out.append(with_text(messages[index], path, cut[index]))
         else:
-            out.append(with_text(messages[index], record.path, seg.text))
+            out.append(messages[index])
     return out, result
 
 

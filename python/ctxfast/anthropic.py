@@ -243,6 +243,14 @@ def _fit(
         Fixed("<system>", PromptLayer.SYSTEM, [sys_text] if sys_text else [], where="system", origins=[sys_origin]),
         Fixed("<tool schemas>", PromptLayer.TOOLS, tool_texts, prompt if tool_texts else 0, "tools", tool_origins),
     ]
+    # Where each output message came from, shortened copies included, for the alternation pass.
+    origin = {id(m): i for i, m in enumerate(messages)}
+
+    def with_text(m: dict[str, Any], path: tuple[Any, ...], text: str) -> dict[str, Any]:
+        copy: dict[str, Any] = _rounds.replace_at(m, path, text)
+        origin[id(copy)] = origin[id(m)]
+        return copy
+
     out, result = _payload.fit_messages(
         messages,
         records,
@@ -251,10 +259,12 @@ def _fit(
         policy,
         tok,
         digest_framing=TOKENS_PER_MESSAGE,
+        with_text=with_text,
         origins_of=origins_of,
     )
-    if len(out) < len(messages) or result.truncated:
-        out = _rounds.merge_user_runs(out, {id(m): i for i, m in enumerate(messages)})
+    if result.evicted:
+        # Only a removal can put two user messages side by side.
+        out = _rounds.merge_user_runs(out, origin)
     return out, result
 
 

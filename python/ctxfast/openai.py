@@ -288,7 +288,7 @@ def _fit(
         records.append(Message(i, layer, group, text, strings, message_framing(m) + extra, meta, path=path))
     here.at = None
     _payload.check_tool_pairs(
-        calls, results, groups, result_field="tool_call_id", between=lambda k: f"a {messages[k]['role']} message"
+        calls, results, groups, result_field="tool_call_id", between=lambda k: _a(messages[k]["role"]) + " message"
     )
     here.at = "tools"
     tok = _payload.resolve_tokenizer(tokenizer)
@@ -308,6 +308,10 @@ def _fit(
         digest_framing=TOKENS_PER_MESSAGE + 1,  # a user message: framing + its role
         origins_of=lambda i: _origins_of(messages[i], i),
     )
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
 
 
 def _check_message(m: Any, where: str) -> None:
