@@ -311,7 +311,7 @@ def _fit(
 
 
 def _a(word: str) -> str:
-    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
+    return f"an {word}" if word == "assistant" else f"a {word}"  # the roles: system, user, tool...
 
 
 def _check_message(m: Any, where: str) -> None:
