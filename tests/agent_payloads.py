@@ -5,7 +5,8 @@ user ask, 0-2 tool rounds and an answer) and the current turn, an ask followed b
 rounds (an agent loop), sometimes with a final answer. User asks may carry images beside their
 text, rounds make 1-3 parallel calls, results are strings or text blocks (Anthropic: sometimes
 with an image, sometimes with the user's text beside them). ``openai(conv)`` and
-``anthropic(conv)`` render it.
+``anthropic(conv)`` render it (OpenAI rounds are sometimes followed by a developer note, Anthropic
+rounds sometimes open with a thinking block).
 
 ``check_openai`` / ``check_anthropic`` validate a fitted request against what the API checks and
 what ctxfast promises:
@@ -54,6 +55,8 @@ class Round:
     text: str | None
     calls: list[Call]
     user_text: str | None = None  # Anthropic: the user's words beside the results
+    thinking: str | None = None  # Anthropic: a thinking block before the text
+    note: str | None = None  # OpenAI: a developer message after the results
 
 
 @dataclass
@@ -93,7 +96,8 @@ def draw(rng: random.Random, *, max_old: int = 3, max_rounds: int = 12) -> Conve
             blocks = rng.random() < 0.4
             calls.append(Call(f"call_{n}", name, args, text(3, 500), blocks, blocks and rng.random() < 0.3))
         said = text(2, 25) if rng.random() < 0.4 else None
-        return Round(said, calls, text(3, 15) if rng.random() < 0.1 else None)
+        return Round(said, calls, text(3, 15) if rng.random() < 0.1 else None,
+                     text(5, 60) if rng.random() < 0.15 else None, text(3, 20) if rng.random() < 0.05 else None)
 
     def exchange(rounds: int, answer: bool) -> Exchange:
         return Exchange(Ask(text(4, 120), rng.random() < 0.25), [round_() for _ in range(rounds)],
@@ -125,6 +129,8 @@ def openai(conv: Conversation) -> list[dict[str, Any]]:
             for c in r.calls:
                 content: Any = [{"type": "text", "text": c.result}] if c.result_blocks else c.result
                 msgs.append({"role": "tool", "tool_call_id": c.id, "content": content})
+            if r.note:
+                msgs.append({"role": "developer", "content": r.note})
         if ex.answer is not None:
             msgs.append({"role": "assistant", "content": ex.answer})
     return msgs
@@ -139,7 +145,9 @@ def anthropic(conv: Conversation) -> tuple[str, list[dict[str, Any]]]:
         else:
             msgs.append({"role": "user", "content": ex.ask.text})
         for r in ex.rounds:
-            blocks: list[dict[str, Any]] = [] if r.text is None else [{"type": "text", "text": r.text}]
+            blocks: list[dict[str, Any]] = [] if r.thinking is None else [
+                {"type": "thinking", "thinking": r.thinking, "signature": "c2ln"}]
+            blocks += [] if r.text is None else [{"type": "text", "text": r.text}]
             blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in r.calls]
             msgs.append({"role": "assistant", "content": blocks})
             results: list[dict[str, Any]] = []
@@ -370,6 +378,8 @@ def _block_cost(b: dict[str, Any], T: Any) -> int:
         return T(c) if isinstance(c, str) else sum(_block_cost(x, T) for x in c)
     if kind == "image":
         return 1600
+    if kind == "thinking":
+        return 0
     raise AssertionError(f"no documented cost for {kind}")
 
 
