@@ -18,13 +18,21 @@ the CONVERSATION layer and its results in TOOL_RESULT, like an exchange's, so a 
 rounds first. The current turn is protected, so the newest round the model is acting on always
 stays, with the ask. A result is always in its call's round (``check_tool_pairs``).
 
-**The truncatable string.** Each message gives the ladder one string, its longest text field
-(a text part, a ``tool_result``'s string content or its longest text block, a ``tool`` message's
-content), with the path to it. A truncate rung shortens that string alone, and the message comes
+**The truncatable string.** Each message gives the ladder one string, its longest text field by
+characters, the first of equal ones (a str content, a text part, a ``tool_result``'s string
+content or a text block inside it, a ``tool`` message's content), with the path to it; a message
+without text (tool calls alone, an image) gives none. It is also what a digest previews. A truncate rung shortens that string alone, and the message comes
 back as a copy made along that path only (``replace_at``): every other part, block, id and field
 is the caller's own, untouched. The other strings of the message are still counted: the
 segment's ``tokens=`` covers the whole message, and the engine keeps what is not the string as
-overhead, so ``fit.total`` is the count of what is sent.
+overhead, so ``fit.total`` is the count of what is sent. A text is never cut to nothing (or to
+whitespace): should the core do so, the request is fitted again with that text off limits.
+
+**Anthropic alternation** (``merge_user_runs``). Removing a unit can put two user messages side
+by side: a digest (a user message) next to the ask or to a message of results, or a pinned first
+message whose exchange left. The later one is merged into the earlier as text blocks, in a copy,
+so roles alternate as they did in the input; the count stays an upper bound (each merged piece's
+3 tokens of framing are still counted).
 """
 
 from __future__ import annotations
