@@ -25,30 +25,29 @@ pub fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The known name `name` most likely meant: within two edits (one for names of three characters
-/// or fewer, where two edits reach almost anything), or the only known name it begins
-/// ("lowest" for "lowest_score"). None when nothing is that close: a wrong guess misleads more
-/// than no guess. Ties go to the earlier known name.
+/// The known name `name` most likely meant: the only known name it begins ("lowest" for
+/// "lowest_score"), else the nearest within two edits (one for names of three characters or
+/// fewer, where two edits reach almost anything). None when nothing is that close: a wrong
+/// guess misleads more than no guess. Ties go to the earlier known name.
 pub fn closest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
     let lower = name.to_lowercase();
-    if lower.is_empty() {
+    let chars = lower.chars().count();
+    if chars == 0 {
         return None;
     }
-    let limit = if lower.chars().count() <= 3 { 1 } else { 2 };
-    let best = known
+    if chars >= 3 {
+        let mut prefixed = known.iter().filter(|k| k.to_lowercase().starts_with(&lower));
+        if let (Some(k), None) = (prefixed.next(), prefixed.next()) {
+            return Some(k);
+        }
+    }
+    let limit = if chars <= 3 { 1 } else { 2 };
+    known
         .iter()
         .map(|k| (distance(&lower, k), *k))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k);
-    if best.is_some() {
-        return best;
-    }
-    let mut prefixed = known.iter().filter(|k| lower.chars().count() >= 3 && k.to_lowercase().starts_with(&lower));
-    match (prefixed.next(), prefixed.next()) {
-        (Some(k), None) => Some(k),
-        _ => None,
-    }
+        .map(|(_, k)| k)
 }
 
 /// ` (did you mean "agent"?)` for an error message, or "" when no known name is close.
@@ -81,6 +80,9 @@ mod tests {
         assert_eq!(closest("cl100k-base", &encodings), Some("cl100k_base"));
         assert_eq!(closest("dro", &["drop", "truncate", "digest"]), Some("drop"));
         assert_eq!(closest("xy", &["drop", "truncate", "digest"]), None);
+        let orders = ["oldest", "newest", "lowest_score", "largest", "rank"];
+        assert_eq!(closest("lowest", &orders), Some("lowest_score"), "a unique prefix beats a near miss");
+        assert_eq!(closest("olde", &orders), Some("oldest"));
         assert_eq!(hint("agnet", &presets), " (did you mean \"agent\"?)");
         assert_eq!(hint("zzz", &presets), "");
     }

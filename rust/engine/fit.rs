@@ -114,9 +114,9 @@ pub fn fit_named(
             }
         }
         // The request fits before the ladder's end: the cap rungs after this point still run.
-        for r in next_rung..rungs {
-            if is_cap(r) && !cap_ran[r] {
-                cap_ran[r] = true;
+        for (r, ran) in cap_ran.iter_mut().enumerate().skip(next_rung) {
+            if is_cap(r) && !*ran {
+                *ran = true;
                 lad.run_rung(r)?;
             }
         }

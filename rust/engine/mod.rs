@@ -41,3 +41,7 @@ pub use source::TokenSource;
 pub mod testing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ladder;
+#[cfg(test)]
+mod tests_trace;

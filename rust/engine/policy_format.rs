@@ -324,4 +324,32 @@ mod tests {
         let err = from_toml("rungs = 3").unwrap_err().to_string();
         assert!(err.contains("rungs"), "{err}");
     }
+
+    #[test]
+    fn until_cap_round_trips_and_typos_get_a_suggestion() {
+        let text = "[[rungs]]\nname = \"r\"\nlayers = [\"retrieved\"]\norder = \"lowest_score\"\nuntil = \"cap\"\n";
+        let (_, p) = from_toml(text).unwrap();
+        assert_eq!(p.rungs[0].until, Until::Cap);
+        let v = to_value(None, &p);
+        assert_eq!(v["rungs"][0]["until"], json!("cap"));
+        assert_eq!(from_value(&v).unwrap().1, p);
+        // The default is not written, so existing dict forms stay as they were.
+        assert!(to_value(None, &presets::agent(2))["rungs"][0].get("until").is_none());
+        let err = from_toml(&text.replace("\"cap\"", "\"caps\"")).unwrap_err().to_string();
+        assert!(err.contains("rungs[0].until") && err.contains("did you mean \"cap\"") && err.contains("fits, cap"), "{err}");
+        // Report #21: every unknown name gets the likeliest one it meant.
+        let err = from_toml(&text.replace("order =", "oder =")).unwrap_err().to_string();
+        assert!(err.contains("unknown field \"oder\" (did you mean \"order\"?); allowed:"), "{err}");
+        let err = from_toml(&text.replace("\"lowest_score\"", "\"lowest\"")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"lowest_score\"?)"), "{err}");
+        let err = from_toml(&text.replace("\"retrieved\"", "\"retreived\"")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"retrieved\"?)"), "{err}");
+        let err = from_toml(&format!("{text}action = \"drpo\"\n")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"drop\"?)"), "{err}");
+        let err = from_toml(&format!("{text}filter = \"stael\"\n")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"stale\"?)"), "{err}");
+        let err = from_toml(&format!("{text}floor = {{ keep_lats = 2 }}\n")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"keep_last\"?)"), "{err}");
+        assert!(presets::unknown("agnet").to_string().contains("did you mean \"agent\""));
+    }
 }

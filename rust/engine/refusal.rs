@@ -20,11 +20,12 @@ fn fixed_label<'l>(lad: &'l Ladder<'_>, m: usize) -> Option<&'l str> {
     lad.names.and_then(|n| n.fixed_label(m))
 }
 
-/// "a, b, or c".
+/// "a or b", "a, b, or c".
 fn either(options: &[&str]) -> String {
     match options {
         [] => String::new(),
         [one] => one.to_string(),
+        [a, b] => format!("{a} or {b}"),
         [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
     }
 }

@@ -3,33 +3,33 @@ use super::*;
 use super::testing::Words;
 use crate::error::{CtxError, CtxResult};
 
-fn seg(layer: Layer, tokens: usize) -> SegmentData {
+pub(super) fn seg(layer: Layer, tokens: usize) -> SegmentData {
     // Real words, so the Words counter and truncation agree with `tokens`.
     let mut s = SegmentData::new(vec!["w"; tokens].join(" "), layer);
     s.tokens = Some(tokens);
     s
 }
 
-fn grouped(layer: Layer, tokens: usize, group: &str) -> SegmentData {
+pub(super) fn grouped(layer: Layer, tokens: usize, group: &str) -> SegmentData {
     let mut s = seg(layer, tokens);
     s.group = Some(group.into());
     s
 }
 
-fn scored(layer: Layer, tokens: usize, score: f64, key: &str) -> SegmentData {
+pub(super) fn scored(layer: Layer, tokens: usize, score: f64, key: &str) -> SegmentData {
     let mut s = seg(layer, tokens);
     s.score = score;
     s.key = Some(key.into());
     s
 }
 
-fn run(segs: &[SegmentData], budget: &Budget, policy: &Policy) -> CtxResult<FitOutcome> {
+pub(super) fn run(segs: &[SegmentData], budget: &Budget, policy: &Policy) -> CtxResult<FitOutcome> {
     let refs: Vec<&SegmentData> = segs.iter().collect();
     let counts: Vec<usize> = segs.iter().map(|s| s.tokens.unwrap_or(0)).collect();
     fit(&refs, &counts, budget, policy, &Words, None, 0)
 }
 
-fn ok(r: CtxResult<FitOutcome>) -> FitOutcome {
+pub(super) fn ok(r: CtxResult<FitOutcome>) -> FitOutcome {
     match r {
         Ok(o) => o,
         Err(e) => panic!("{e}"),
@@ -238,7 +238,7 @@ fn truncate_reclaims_exactly_the_remainder() {
     let body = (0..500).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
     let mut chunk = SegmentData::new(body, Layer::Retrieved);
     chunk.score = 0.2;
-    let segs = vec![SegmentData::new("sys tem", Layer::System), chunk];
+    let segs = [SegmentData::new("sys tem", Layer::System), chunk];
     let refs: Vec<&SegmentData> = segs.iter().collect();
     let counts = vec![2, 500];
     let budget = Budget::new(302, 0, [None; 8]).unwrap();
@@ -262,7 +262,7 @@ fn digest_replaces_a_tool_exchange_with_a_record() {
     call.tool = Some(ToolCall { step: Some(16), tool: Some("read_file".into()), arguments: Some("a.py".into()) });
     let mut result = SegmentData::new("word ".repeat(900), Layer::ToolResult);
     result.group = Some("step16".into());
-    let segs = vec![SegmentData::new("sys", Layer::System), call, result];
+    let segs = [SegmentData::new("sys", Layer::System), call, result];
     let refs: Vec<&SegmentData> = segs.iter().collect();
     let counts: Vec<usize> = segs.iter().map(|s| Words.count(&s.text).unwrap()).collect();
     let policy = Policy {
@@ -290,7 +290,7 @@ fn digest_replaces_a_tool_exchange_with_a_record() {
 
 #[test]
 fn joined_payload_counts_separators_once_authoritatively() {
-    let segs = vec![
+    let segs = [
         SegmentData::new("alpha beta", Layer::System),
         SegmentData::new("gamma", Layer::Conversation),
         SegmentData::new("delta epsilon", Layer::Conversation),

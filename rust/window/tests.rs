@@ -196,7 +196,7 @@ fn a_saved_next_id_of_zero_is_refused_because_the_window_would_issue_id_zero() {
     let mut v: serde_json::Value = serde_json::from_slice(&w.to_json().unwrap()).unwrap();
     v["next_id"] = serde_json::json!(0);
     let bytes = serde_json::to_vec(&v).unwrap();
-    let err = Window::from_json(&bytes).err().expect("next_id 0 must be refused");
+    let err = Window::from_json(&bytes).expect_err("next_id 0 must be refused");
     assert!(format!("{err:?}").contains("next_id"), "{err:?}");
     v["next_id"] = serde_json::json!(1);
     assert!(Window::from_json(&serde_json::to_vec(&v).unwrap()).is_ok());
