@@ -82,8 +82,8 @@ impl Unfittable {
     /// ```
     pub fn message(&self) -> String {
         let mut out = format!(
-            "short by {} tokens: {} after every rung, against a ceiling of {}",
-            thousands(self.shortfall),
+            "short by {}: {} after every rung, against a ceiling of {}",
+            crate::fmt::tokens(self.shortfall),
             thousands(self.total),
             thousands(self.ceiling)
         );

@@ -23,6 +23,11 @@ pub fn plural(n: usize) -> &'static str {
     }
 }
 
+/// "1 token", "1,234 tokens".
+pub fn tokens(n: usize) -> String {
+    format!("{} token{}", thousands(n), plural(n))
+}
+
 /// `text` right-aligned in `width` characters. By hand rather than `format!("{:>w$}")`, whose
 /// width is at most 65,535 and panics past it: a caller's key can be any length.
 pub fn pad_left(text: &str, width: usize) -> String {

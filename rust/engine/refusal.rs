@@ -6,7 +6,7 @@ use super::ladder::Ladder;
 use super::naming::{bounded, default_label, list_segments};
 use super::segment::Layer;
 use crate::error::Unfittable;
-use crate::fmt::{thousands, wrap_text, COLUMNS};
+use crate::fmt::{tokens, wrap_text, COLUMNS};
 
 /// Where the members of one group are: input positions, or keys and `#positions`.
 fn place(lad: &Ladder<'_>, members: &[usize]) -> String {
@@ -65,14 +65,14 @@ pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
     let mut lines: Vec<String> = Vec::new();
     for (label, mut members) in groups {
         members.sort_unstable();
-        let tokens: usize = members.iter().map(|&m| lad.seg_tokens[m]).sum();
-        lines.push(format!("  {label}: {}, {} tokens", place(lad, &members), thousands(tokens)));
+        let held: usize = members.iter().map(|&m| lad.seg_tokens[m]).sum();
+        lines.push(format!("  {label}: {}, {}", place(lad, &members), tokens(held)));
     }
     let mut fixed: Vec<usize> = held.iter().copied().filter(|&m| fixed_label(lad, m).is_some()).collect();
     fixed.sort_unstable();
     for m in fixed {
         let label = fixed_label(lad, m).unwrap_or_default();
-        lines.push(format!("  {label}: {} tokens", thousands(lad.seg_tokens[m])));
+        lines.push(format!("  {label}: {}", tokens(lad.seg_tokens[m])));
     }
     if components.is_empty() && lad.live_units == 1 {
         // Nothing is protected and one unit is left: a request is never sent empty.
@@ -81,9 +81,9 @@ pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
             let name = s.group.clone().or_else(|| s.key.clone()).map(|n| format!(" {n:?}")).unwrap_or_default();
             components.push((format!("last unit, {}{name} (a request is never empty)", lad.policy.label(s.layer)), lad.unit_tokens(u)));
             detail.push(format!(
-                "nothing is protected; the last unit stays, as a request is never empty: {}, {} tokens",
+                "nothing is protected; the last unit stays, as a request is never empty: {}, {}",
                 lad.unit_label(u),
-                thousands(lad.unit_tokens(u))
+                tokens(lad.unit_tokens(u))
             ));
         }
     }
@@ -92,7 +92,7 @@ pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
     let floor_tokens = total.saturating_sub(protected_tokens);
     if !lines.is_empty() {
         let held_tokens: usize = held.iter().map(|&m| lad.seg_tokens[m]).sum();
-        detail.push(format!("protected, {} tokens:", thousands(held_tokens)));
+        detail.push(format!("protected, {}:", tokens(held_tokens)));
         detail.extend(lines);
     }
     if floor_tokens > 0 {
@@ -101,7 +101,7 @@ pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
             Some(n) => n.name(&kept.iter().flat_map(|&u| lad.units[u].members.iter().copied()).collect::<Vec<_>>()),
             None => bounded(kept.iter().map(|&u| default_label(lad.segs, lad.units[u].position)).collect()),
         };
-        let line = format!("kept by floors, {} tokens: {at}", thousands(floor_tokens));
+        let line = format!("kept by floors, {}: {at}", tokens(floor_tokens));
         detail.extend(wrap_text(&line, 2, COLUMNS));
     }
     let mut options = vec!["raise the window", "lower the reserve"];
