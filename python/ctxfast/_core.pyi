@@ -699,10 +699,11 @@ class Policy:
         """The dict form: ``name`` (when set), ``protected``, ``labels`` (only the ones that
         differ from the layer names) and ``rungs``. ``from_dict`` reads it back equal."""
     def describe(self) -> str:
-        """The documented order as a table, first to go … never.
+        """The documented order, first to go … never, within 80 columns.
 
-        Each rung gets one line: the layers it draws from, its order, its action and its
-        floor. The last line lists the protected layers. ``str(policy)`` gives the same text.
+        Each rung gets a numbered line with its name, then one line each for the layers it
+        draws from, its order, its action, its floor and (for a cap rung) what it enforces.
+        The last line lists the protected layers. ``str(policy)`` gives the same text.
         """
     @property
     def name(self) -> str | None:
@@ -866,9 +867,10 @@ class Fit:
         """The trace, rendered for a reviewer.
 
         It shows the ceiling, each layer's size at the start and any cap overruns. Then each
-        rung that fired follows, one line per unit with the totals after it. The last line is
-        a summary: tokens sent, units dropped, digested or truncated, whether a floor was
-        reached, and the number of counts.
+        rung that fired follows, one row per unit with the totals after it (a row takes two
+        lines when one would pass 80 columns), and "floor reached" under a rung a floor
+        stopped. The last line is a summary: tokens sent, units dropped, digested or
+        truncated, "floor not reached" when no floor was needed, and the number of counts.
         """
 
 def fit(
