@@ -52,31 +52,46 @@ impl CtxError {
 }
 
 /// Why a request cannot fit: what the policy may not touch, and by how much it is over.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Unfittable {
-    /// Each protected component (label, tokens), then what the floors kept.
+    /// Each protected segment still held (label, tokens); or, when nothing is protected, the
+    /// last unit, which a request always keeps.
     pub components: Vec<(String, usize)>,
     pub floor_tokens: usize,
     pub ceiling: usize,
     pub total: usize,
     pub shortfall: usize,
+    /// The message's lines after the first: the protected parts grouped by layer with their
+    /// positions, what the floors kept, and what would make it fit (see `engine::refusal`).
+    pub detail: Vec<String>,
+    /// The trace of the attempt, rendered: what every rung took before the ladder gave up.
+    pub trace: String,
 }
 
 impl Unfittable {
+    /// The shortfall once, then the detail:
+    ///
+    /// ```text
+    /// short by 5,117 tokens: 20,117 after every rung, against a ceiling of 15,000
+    /// protected, 18,420 tokens:
+    ///   system: messages[0], 61 tokens
+    ///   current_turn: messages[24..35], 18,356 tokens
+    ///   <reply priming>: 3 tokens
+    /// kept by floors, 1,697 tokens: messages[2..23]
+    /// to fit: raise the window, lower the reserve, or use a policy with lower floors
+    /// ```
     pub fn message(&self) -> String {
-        let parts: Vec<String> = self.components.iter().map(|(l, n)| format!("{l} {}", thousands(*n))).collect();
-        let floors = if self.floor_tokens > 0 {
-            format!(" + {} kept by floors", thousands(self.floor_tokens))
-        } else {
-            String::new()
-        };
-        format!(
-            "cannot fit: the protected set ({}){floors} leaves {} tokens against a ceiling of {}; short by {}",
-            if parts.is_empty() { "empty".to_string() } else { parts.join(", ") },
+        let mut out = format!(
+            "short by {}: {} after every rung, against a ceiling of {}",
+            crate::fmt::tokens(self.shortfall),
             thousands(self.total),
-            thousands(self.ceiling),
-            thousands(self.shortfall)
-        )
+            thousands(self.ceiling)
+        );
+        for line in &self.detail {
+            out.push('\n');
+            out.push_str(line);
+        }
+        out
     }
 }
 

@@ -23,6 +23,11 @@ pub fn plural(n: usize) -> &'static str {
     }
 }
 
+/// "1 token", "1,234 tokens".
+pub fn tokens(n: usize) -> String {
+    format!("{} token{}", thousands(n), plural(n))
+}
+
 /// `text` right-aligned in `width` characters. By hand rather than `format!("{:>w$}")`, whose
 /// width is at most 65,535 and panics past it: a caller's key can be any length.
 pub fn pad_left(text: &str, width: usize) -> String {
@@ -42,6 +47,41 @@ pub fn pad_right(text: &str, width: usize) -> String {
     out
 }
 
+/// The width every trace, policy table and error line is written for: a plain terminal.
+pub const COLUMNS: usize = 80;
+
+/// `parts` joined by `sep` after `lead` (e.g. `"start   "`), broken before a part that would
+/// pass `width` columns; a continuation line starts with `indent` spaces and the broken line
+/// keeps the separator's visible mark (`" · "` leaves `·`, `"  "` leaves nothing), so a reader
+/// sees the list goes on. A part longer than the width gets a line of its own, unbroken.
+pub fn wrap_parts(lead: &str, parts: &[String], sep: &str, indent: usize, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = lead.to_string();
+    let mut empty = true;
+    for part in parts {
+        let cols = line.chars().count();
+        if !empty && cols + sep.chars().count() + part.chars().count() > width {
+            line.push_str(sep.trim_end());
+            lines.push(line);
+            line = " ".repeat(indent);
+            empty = true;
+        }
+        if !empty {
+            line.push_str(sep);
+        }
+        line.push_str(part);
+        empty = false;
+    }
+    lines.push(line);
+    lines
+}
+
+/// Prose broken at spaces to `width` columns, continuation lines indented by `indent`.
+pub fn wrap_text(text: &str, indent: usize, width: usize) -> Vec<String> {
+    let words: Vec<String> = text.split(' ').filter(|w| !w.is_empty()).map(str::to_string).collect();
+    wrap_parts("", &words, " ", indent, width)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +98,16 @@ mod tests {
         assert_eq!(pad_right("é", 3), "é  ");
         assert_eq!(pad_left("abc", 1), "abc");
         assert_eq!(pad_left("k", 70_000).len(), 70_000);
+    }
+
+    #[test]
+    fn wrap_parts_breaks_between_parts_and_keeps_the_mark() {
+        let parts: Vec<String> = ["system 64", "tools 153", "conversation 7,045"].map(String::from).to_vec();
+        assert_eq!(wrap_parts("start   ", &parts, "  ", 8, 30), vec!["start   system 64  tools 153", "        conversation 7,045"]);
+        assert_eq!(wrap_parts("send    ", &parts, " · ", 8, 30), vec!["send    system 64 · tools 153 ·", "        conversation 7,045"]);
+        // A part wider than the line is never cut.
+        let long = vec!["x".repeat(50)];
+        assert_eq!(wrap_parts("a ", &long, " ", 2, 20), vec![format!("a {}", "x".repeat(50))]);
+        assert_eq!(wrap_text("raise the window, lower the reserve", 2, 20), vec!["raise the window,", "  lower the reserve"]);
     }
 }

@@ -10,6 +10,7 @@
 pub mod cache;
 pub mod fmt;
 pub mod limits;
+pub mod suggest;
 pub mod engine;
 pub mod error;
 pub mod tokenize;

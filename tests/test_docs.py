@@ -231,7 +231,7 @@ def test_stub_documents_the_choices_the_readme_documents(stub_docs: dict[str, st
     assert "(0, 1]" in stub_docs["ContextWindow.__new__"]
     with pytest.raises(ctxfast.InvalidArgumentError):
         ContextWindow(100, low_watermark=1.5)
-    assert "do not enforce" in stub_docs["Budget.__new__"]
+    assert "does not enforce it" in stub_docs["Budget.__new__"] and 'until = "cap"' in stub_docs["Budget.__new__"]
     capped = fit([Segment("word " * 50, L.RETRIEVED)], Budget(1000, caps={L.RETRIEVED: 10}))
     assert capped.cap_overruns == {L.RETRIEVED: 41} and not capped.evicted
 
@@ -365,7 +365,9 @@ def test_help_renders_fit(capsys: pytest.CaptureFixture[str]) -> None:
     help(ctxfast.fit)
     out = capsys.readouterr().out
     # Python 3.13's pydoc breaks long signatures over lines: compare without white space.
-    assert _squeezed("fit(segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None)") in _squeezed(out)
+    assert _squeezed(
+        "fit(segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None, input_name=None)"
+    ) in _squeezed(out)
     first_line = (ctxfast.fit.__doc__ or "").strip().splitlines()[0]
     assert first_line in out
 

@@ -272,6 +272,7 @@ def test_preset_rungs() -> None:
     ]
     assert Policy.seven_tier(3).rung_names == [
         "stale_tool_results", "retrieved_below_top_k", "covered_level1_summaries", "rolling_summary", "recent_turns",
+        "unconsumed_tool_results",
     ]
     assert Policy.ranked(2).rung_names == ["ranked"]
     rungs = Policy.troubleshooting().to_dict()["rungs"]
@@ -304,7 +305,7 @@ def test_describe_is_a_table_first_to_go_then_never(name: str) -> None:
 def test_describe_shows_orders_actions_and_floors() -> None:
     text = Policy.troubleshooting().describe()
     assert "oldest first" in text and "lowest score first" in text
-    assert "first 1 exchange + last 3 exchanges" in text
+    assert "first 1 + last 3 exchanges" in text
     assert "top 4 by score" in text
     assert "truncate" in text and "128" in text
     assert "rank" in Policy.ranked().describe() and "last 2 exchanges" in Policy.ranked().describe()

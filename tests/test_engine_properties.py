@@ -9,6 +9,7 @@ protected set, never splits a group, accounts for every token and is reproducibl
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
@@ -184,8 +185,17 @@ def check_unfittable(err: ctxfast.Unfittable, segs: list[Segment], budget: Budge
         assert err.floor_tokens == err.total
     message = str(err)
     assert f"short by {err.shortfall:,}" in message
-    for label, n in err.components:
-        assert f"{label} {n:,}" in message
+    assert message.count("short by") == 1 and "cannot fit:" not in message
+    # The protected parts are grouped by layer: one line per label, with the label's tokens.
+    by_label: dict[str, int] = {}
+    for s in protected:
+        by_label[labels[s.layer]] = by_label.get(labels[s.layer], 0) + cost(s)
+    for label, n in by_label.items():
+        assert re.search(rf"^  {re.escape(label)}: .*, {n:,} tokens?$", message, re.M), (label, n, message)
+    if err.floor_tokens and protected:
+        assert f"kept by floors, {err.floor_tokens:,} token" in message
+    assert "\nto fit: raise the window" in message
+    assert err.trace.startswith("ceiling ") and "\nfailed  " in err.trace
 
 
 def removal_units(result: ctxfast.Fit, segs: list[Segment]) -> list[tuple[int, Unit]]:

@@ -387,10 +387,12 @@ SEED003_ORDER = [
     ("s1b", 130),
     # 4. the rolling summary
     ("rolling", 240),
-    # 5. recent turns (and unconsumed tool output), oldest first
+    # 5. recent turns, oldest first
     ("turn1", 320),
-    ("tool_fresh", 160),
     ("turn2", 300),
+    # Tool output not yet consumed is no "recent verbatim turn" (only consumed results are
+    # tier 1): it is current material and goes last, after every turn (issue 10, item 7).
+    ("tool_fresh", 160),
 ]
 SEED003_RUNGS = {
     "tool_old": "stale_tool_results",
@@ -401,7 +403,7 @@ SEED003_RUNGS = {
     "s1b": "covered_level1_summaries",
     "rolling": "rolling_summary",
     "turn1": "recent_turns",
-    "tool_fresh": "recent_turns",
+    "tool_fresh": "unconsumed_tool_results",
     "turn2": "recent_turns",
 }
 
@@ -583,10 +585,19 @@ def check_names_components(err: ctxfast.Unfittable) -> None:
     assert err.ceiling == 9000
     assert err.shortfall == err.total - err.ceiling
     message = str(err)
-    for label, size in [("system", "1,200"), ("tools", "6,800"), ('pinned "rules"', "900"), ("current_turn", "1,100")]:
-        assert f"{label} {size}" in message, (label, message)
+    # One line per protected layer, with where its parts are (a key, else the position) and its
+    # size (issue 10, report #10: grouped, not one item per segment).
+    lines = message.splitlines()
+    assert lines[1] == "protected, 10,000 tokens:", message
+    assert lines[2:6] == [
+        "  system: #0, 1,200 tokens",
+        "  tools: #1, 6,800 tokens",
+        '  pinned: "rules", 900 tokens',
+        "  current_turn: #5, 1,100 tokens",
+    ], message
     assert "9,000" in message
-    assert f"short by {err.shortfall:,}" in message
+    assert f"short by {err.shortfall:,}" in message and message.count("short by") == 1
+    assert any(line.startswith("to fit: raise the window") for line in lines[6:])
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ use ctxfast::engine::policy_format;
 use ctxfast::engine::presets;
 use ctxfast::engine::{
     fit, Action, Budget, FitOutcome, Filter, Floor, Kept, Layer, LayerSet, Order, Policy, Rung, SegmentData, Taken,
-    Target, ToolCall,
+    Target, ToolCall, Until,
 };
 use ctxfast::error::CtxError;
 use ctxfast::limits::{MAX_COUNT, MAX_TOTAL};
@@ -239,6 +239,8 @@ impl PolicyIn {
                                 min_tokens: f.min_tokens as usize,
                             })
                             .unwrap_or_default(),
+                        // From the order byte's high bit, so the committed corpus decodes as before.
+                        until: if r.order & 0x80 != 0 { Until::Cap } else { Until::Fits },
                     })
                     .collect();
                 let mut l = Policy::default_labels();
@@ -464,7 +466,9 @@ fn check_outcome(
     assert_eq!(out.trace.start_total as u128, start_total);
     assert_eq!(out.trace.final_total, out.total);
     assert_eq!(out.over_by, out.trace.start_total.saturating_sub(ceiling));
-    if sep.is_none() && start_total <= ceiling as u128 {
+    // Only a cap rung (`until = "cap"`) takes from a request that fits.
+    let enforces_caps = policy.rungs.iter().any(|r| r.until == Until::Cap);
+    if sep.is_none() && start_total <= ceiling as u128 && !enforces_caps {
         assert!(out.removals.is_empty() && out.truncations.is_empty(), "removed from a request that fit");
     }
 

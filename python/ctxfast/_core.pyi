@@ -64,15 +64,19 @@ class _TraceRow(TypedDict):
     rung: str
     """The name of the rung that acted."""
     label: str
-    """The unit's name: its group, else its key, else ``"#<input position>"``."""
+    """The unit's name: its group, else its key, else ``"#<input position>"``; with
+    ``fit(..., input_name="messages")`` the input positions it covers, ``"messages[3..6]"``. A
+    digest dropped later reads ``"digest of ..."``."""
     action: _RowAction
     """``"drop"``, ``"truncate"`` or ``"digest"``: what the rung did to the unit."""
     removed: int
     """How many tokens the request's total fell by."""
     layer: str
-    """The layer's display label under the policy (troubleshooting shows ``"history"``)."""
+    """The display labels of the layers this row changed (troubleshooting shows
+    ``"history"``; a unit spanning two layers ``"conversation+tool_result"``)."""
     layer_after: int
-    """Tokens left in that label's layers after this row."""
+    """Tokens left in those labels' layers after this row: the previous figure minus
+    ``removed`` (joins aside)."""
     total_after: int
     """The request's projected total after this row."""
     over_after: int
@@ -542,7 +546,8 @@ class Budget:
             reserve: Tokens kept free for the answer, 0 by default; must be < ``window``.
             caps: Per-layer sizes, keyed by ``PromptLayer`` or layer name. ``fit`` reports a
                 layer that starts over its cap (``Fit.cap_overruns`` and a ``cap`` line in the
-                trace); the rungs do not enforce caps.
+                trace) and does not enforce it, unless the policy has a rung with
+                ``until = "cap"``, which trims its layers down to their caps.
 
         Raises:
             InvalidArgumentError: ``window`` is 0, ``reserve >= window``, a count is negative,
@@ -592,7 +597,9 @@ class Policy:
     def seven_tier(top_k: int | None = None) -> Policy:
         """Stale tool results oldest first; retrieved below the top ``top_k`` (3 by default),
         lowest score first; level-1 summaries covered by a held level-2 summary; the rolling
-        summary (level 0); then recent conversation and tool results, oldest first.
+        summary (level 0); then recent conversation turns (with their tool results), oldest
+        first. A tool result that is not stale and belongs to no turn is output the model has
+        not used yet: it goes last, on its own rung (``unconsumed_tool_results``).
 
         Raises:
             InvalidArgumentError: ``top_k`` is negative.
@@ -613,9 +620,11 @@ class Policy:
         """The adapters' default, for agent transcripts.
 
         Old tool exchanges are replaced by their digests first, oldest first, keeping the last
-        ``keep_last`` exchanges (2 by default) verbatim. Then whole exchanges are dropped
-        oldest first, then retrieved lowest score first. A tool call never loses its result:
-        the exchange goes whole, or is replaced whole by its record.
+        ``keep_last`` exchanges (2 by default) verbatim. Then whole exchanges (or their
+        digests) are dropped oldest first, keeping the same last ``keep_last``; then those last
+        exchanges are digested, then dropped; then retrieved goes, lowest score first. A tool
+        call never loses its result: the exchange goes whole, or is replaced whole by its
+        record.
 
         Raises:
             InvalidArgumentError: ``keep_last`` is negative.
@@ -654,7 +663,10 @@ class Policy:
           ``keep_last`` count exchanges, ``keep_top`` keeps the highest scores, and
           ``min_tokens`` stops before the rung's layers fall under that size.
         - ``min_tokens``: for truncate rungs only; a body is never cut below it (128 by
-          default).
+          default), nor a non-empty body to nothing.
+        - ``until``: ``"fits"`` (the default) takes while the request is over its ceiling;
+          ``"cap"`` takes while a layer the rung draws from is over its ``Budget`` cap, and
+          runs even when the request already fits.
 
         ``PromptLayer`` values are accepted wherever a layer name is. ``Policy.from_dict(
         p.to_dict()) == p``.
@@ -687,10 +699,11 @@ class Policy:
         """The dict form: ``name`` (when set), ``protected``, ``labels`` (only the ones that
         differ from the layer names) and ``rungs``. ``from_dict`` reads it back equal."""
     def describe(self) -> str:
-        """The documented order as a table, first to go … never.
+        """The documented order, first to go … never, within 80 columns.
 
-        Each rung gets one line: the layers it draws from, its order, its action and its
-        floor. The last line lists the protected layers. ``str(policy)`` gives the same text.
+        Each rung gets a numbered line with its name, then one line each for the layers it
+        draws from, its order, its action, its floor and (for a cap rung) what it enforces.
+        The last line lists the protected layers. ``str(policy)`` gives the same text.
         """
     @property
     def name(self) -> str | None:
@@ -766,8 +779,9 @@ class Trace:
         """
     @property
     def start(self) -> list[tuple[str, int]]:
-        """``[(label, tokens), ...]``: each layer's size before any rung ran, in order of first
-        appearance. Layers that share a display label are summed under it."""
+        """``[(label, tokens), ...]``: each layer's size before any rung ran, in a fixed order
+        (system, tools, pinned, retrieved, summary, conversation, tool_result, current_turn).
+        Layers that share a display label are summed under it."""
 
 @final
 class FitLedger:
@@ -853,9 +867,10 @@ class Fit:
         """The trace, rendered for a reviewer.
 
         It shows the ceiling, each layer's size at the start and any cap overruns. Then each
-        rung that fired follows, one line per unit with the totals after it. The last line is
-        a summary: tokens sent, units dropped, digested or truncated, whether a floor was
-        reached, and the number of counts.
+        rung that fired follows, one row per unit with the totals after it (a row takes two
+        lines when one would pass 80 columns), and "floor reached" under a rung a floor
+        stopped. The last line is a summary: tokens sent, units dropped, digested or
+        truncated, "floor not reached" when no floor was needed, and the number of counts.
         """
 
 def fit(
@@ -866,6 +881,7 @@ def fit(
     separator: str | None = None,
     *,
     framing: int | None = None,
+    input_name: str | None = None,
 ) -> Fit:
     """Fits ``segments`` under ``budget`` by ``policy``, or raises ``Unfittable``.
 
@@ -890,6 +906,10 @@ def fit(
         framing: What each segment the ladder creates (a digest record) costs beyond its
             text, e.g. a chat message's framing; 0 by default. Adapters set it so the
             projection stays exact.
+        input_name: What the caller's input is called (the adapters pass ``"messages"``):
+            the trace and ``Unfittable`` then name units by the positions they cover,
+            ``messages[3..6]``. A segment whose ``meta`` has a str ``"fixed"`` is named by
+            that label instead (``<reply priming>``).
 
     Returns:
         A ``Fit``: ``kept`` (what to send), ``evicted``, ``truncated``, ``total``, the trace.
@@ -897,7 +917,7 @@ def fit(
     Raises:
         Unfittable: The protected set plus the floors cannot fit under the ceiling. Its
             ``components``, ``floor_tokens``, ``total``, ``ceiling`` and ``shortfall`` say
-            by how much.
+            by how much; ``trace`` is the attempt's rendered trace.
         InvalidArgumentError: ``segments`` is empty, ``policy`` names no preset, or
             ``framing`` is negative.
         ArgumentTypeError: An argument has the wrong type (e.g. an item that is not a

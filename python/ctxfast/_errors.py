@@ -88,6 +88,7 @@ class Unfittable(CtxfastError):
     - ``total``: the request's size after every rung ran
     - ``ceiling``: the most input tokens allowed (window - reserve)
     - ``shortfall``: ``total - ceiling``
+    - ``trace``: the rendered trace of the attempt (what each rung took before it gave up)
     """
 
     components: list[tuple[str, int]]
@@ -95,6 +96,7 @@ class Unfittable(CtxfastError):
     total: int
     ceiling: int
     shortfall: int
+    trace: str
 
     def __init__(
         self,
@@ -104,6 +106,7 @@ class Unfittable(CtxfastError):
         total: int = 0,
         ceiling: int = 0,
         shortfall: int = 0,
+        trace: str = "",
     ) -> None:
         super().__init__(message)
         self.components = list(components or [])
@@ -111,6 +114,7 @@ class Unfittable(CtxfastError):
         self.total = total
         self.ceiling = ceiling
         self.shortfall = shortfall
+        self.trace = trace
 
 
 #: The name ContextWindow users know it by.

@@ -1,7 +1,7 @@
 //! `Budget`: the whole window, what is reserved for the answer, and per-layer caps.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyMapping, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyTuple};
 
 use super::args;
 use super::errors::InvalidArgumentError;
@@ -32,6 +32,13 @@ impl Budget {
         reserve: Option<&Bound<'_, PyAny>>,
         caps: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        // A window must hold something: a negative one is refused with the same bound as 0.
+        if window.is_instance_of::<PyInt>() && !window.is_instance_of::<PyBool>() && window.lt(1)? {
+            return Err(InvalidArgumentError::new_err(format!(
+                "argument 'window' must be > 0 tokens, got {}",
+                args::preview(window)
+            )));
+        }
         let w = budget_count(window, "window")?;
         let r = match reserve {
             Some(r) if !r.is_none() => budget_count(r, "reserve")?,

@@ -49,11 +49,11 @@ impl From<CtxError> for PyErr {
     }
 }
 
-/// `Unfittable(message, components, floor_tokens, total, ceiling, shortfall)`: the attributes
-/// travel as constructor arguments, so the error stays lazy.
+/// `Unfittable(message, components, floor_tokens, total, ceiling, shortfall, trace)`: the
+/// attributes travel as constructor arguments, so the error stays lazy.
 #[cold]
 fn unfittable(u: &crate::error::Unfittable) -> PyErr {
-    Unfittable::new_err((u.message(), u.components.clone(), u.floor_tokens, u.total, u.ceiling, u.shortfall))
+    Unfittable::new_err((u.message(), u.components.clone(), u.floor_tokens, u.total, u.ceiling, u.shortfall, u.trace.clone()))
 }
 
 /// Which class a file that cannot be read raises: one for a missing file, one otherwise.

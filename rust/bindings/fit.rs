@@ -2,6 +2,7 @@
 //! ladder runs in the core, and the result comes back as one `Fit`.
 
 use pyo3::prelude::*;
+use pyo3::types::{PyMapping, PyString};
 
 use super::args;
 use super::budget::Budget;
@@ -10,14 +11,42 @@ use super::errors::InvalidArgumentError;
 use super::outcome::{build_fit, Fit};
 use super::policy::policy_arg;
 use super::segment::{segments_arg, settle_counts};
-use crate::engine::{self, SegmentData};
+use super::segment::Segment;
+use crate::engine::{self, InputNames, SegmentData};
+
+/// The names the trace and `Unfittable` use for the caller's input: segment `i` is
+/// `input_name[i]`, except a segment whose `meta` is a mapping with a str under "fixed" (tool
+/// schemas, reply priming), which goes by that label. Only read when the caller names its input,
+/// so a plain fit never touches `meta`.
+fn input_names(py: Python<'_>, segs: &[Bound<'_, Segment>], input: &str) -> PyResult<InputNames> {
+    let mut fixed = Vec::with_capacity(segs.len());
+    for s in segs {
+        let label = match s.get().meta_ref(py) {
+            Some(meta) => {
+                let meta = meta.bind(py);
+                match meta.cast::<PyMapping>() {
+                    Ok(map) if map.contains("fixed").unwrap_or(false) => {
+                        let v = map.get_item("fixed")?;
+                        v.cast::<PyString>().ok().map(|l| l.to_string_lossy().into_owned())
+                    }
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        fixed.push(label);
+    }
+    Ok(InputNames { input: input.to_string(), fixed })
+}
 
 /// Fits `segments` under `budget` by `policy`: counts each unit once, runs the rungs against
 /// projected totals, then makes one authoritative count. `framing` is what each
 /// segment the ladder creates (a digest record) costs beyond its text, e.g. a chat message's
-/// framing, so the projection stays exact for adapters.
+/// framing, so the projection stays exact for adapters. With `input_name` ("messages"), the
+/// trace and `Unfittable` name units by input position: `messages[3..6]`.
 #[pyfunction]
-#[pyo3(signature = (segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None))]
+#[pyo3(signature = (segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None, input_name=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn fit(
     py: Python<'_>,
     segments: &Bound<'_, PyAny>,
@@ -26,8 +55,13 @@ pub fn fit(
     tokenizer: Option<&Bound<'_, PyAny>>,
     separator: Option<&Bound<'_, PyAny>>,
     framing: Option<&Bound<'_, PyAny>>,
+    input_name: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Fit> {
     let framing = args::opt_tokens(framing, "framing")?.unwrap_or(0);
+    let input_name = match input_name {
+        Some(n) if !n.is_none() => Some(args::text(n, "input_name")?.to_string()),
+        _ => None,
+    };
     let segs = segments_arg(segments, "segments")?;
     if segs.is_empty() {
         return Err(InvalidArgumentError::new_err("argument 'segments' is empty: there is no request to fit"));
@@ -40,9 +74,12 @@ pub fn fit(
         _ => None,
     };
     let tok = tok.get();
+    let names = input_name.map(|n| input_names(py, &segs, &n)).transpose()?;
     let counts = settle_counts(py, tok, &segs)?;
     let data: Vec<&SegmentData> = segs.iter().map(|s| s.get().data.as_ref()).collect();
     let (budget, policy) = (&budget.get().inner, &policy.get().inner);
-    let out = with_source(py, tok, data.len(), |src| engine::fit(&data, &counts, budget, policy, src, sep, framing))?;
+    let out = with_source(py, tok, data.len(), |src| {
+        engine::fit_named(&data, &counts, budget, policy, src, sep, framing, names.as_ref())
+    })?;
     build_fit(py, &segs, policy, tok.counter_id(), out)
 }

@@ -73,7 +73,7 @@ impl Trace {
                 d.set_item("label", &r.label)?;
                 d.set_item("action", r.action)?;
                 d.set_item("removed", r.delta)?;
-                d.set_item("layer", &self.inner.labels[r.layer.index()])?;
+                d.set_item("layer", &r.layer)?;
                 d.set_item("layer_after", r.layer_after)?;
                 d.set_item("total_after", r.total_after)?;
                 d.set_item("over_after", r.over_after)?;
@@ -82,7 +82,7 @@ impl Trace {
         }
         Ok(out)
     }
-    /// Per-layer sizes at the start, in order of first appearance: [(label, tokens)].
+    /// Per-layer sizes at the start, system first (the trace's fixed layer order): [(label, tokens)].
     #[getter]
     fn start(&self) -> Vec<(String, usize)> {
         self.inner.start_layers.clone()

@@ -82,9 +82,7 @@ impl Policy {
     }
 
     pub fn by_name(name: &str) -> PyResult<Self> {
-        presets::by_name(name).map(|(n, p)| Self::named(n, p)).ok_or_else(|| {
-            InvalidArgumentError::new_err(format!("unknown policy preset {name:?}; presets: {}", presets::PRESET_NAMES.join(", ")))
-        })
+        presets::by_name(name).map(|(n, p)| Self::named(n, p)).ok_or_else(|| presets::unknown(name).into())
     }
 }
 

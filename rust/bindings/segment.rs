@@ -384,6 +384,11 @@ pub fn settle_counts(py: Python<'_>, tok: &Tokenizer, segs: &[Bound<'_, Segment>
 
 /// A sequence of Segment objects, each checked, errors naming `arg[i]`.
 pub fn segments_arg<'py>(segments: &Bound<'py, PyAny>, arg: &str) -> PyResult<Vec<Bound<'py, Segment>>> {
+    // A dict or a str iterates (keys, characters), but neither is a sequence of segments: name
+    // the argument's own type rather than its first item's.
+    if segments.is_instance_of::<PyString>() || segments.cast::<PyMapping>().is_ok() {
+        return Err(args::wrong_type(segments, arg, "a sequence of Segment"));
+    }
     let iter = segments.try_iter().map_err(|_| args::wrong_type(segments, arg, "a sequence of Segment"))?;
     let mut out = Vec::new();
     for (i, item) in iter.enumerate() {

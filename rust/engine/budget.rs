@@ -7,7 +7,8 @@ use crate::limits::check_count;
 pub struct Budget {
     pub window: usize,
     pub reserve: usize,
-    /// A layer's allocation, by `Layer::index`; reported when exceeded, never enforced here.
+    /// A layer's allocation, by `Layer::index`. A fit reports a layer that starts over its cap;
+    /// only a policy rung with `until = "cap"` (`Until::Cap`) enforces it.
     pub caps: [Option<usize>; 8],
 }
 

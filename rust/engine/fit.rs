@@ -1,16 +1,19 @@
 //! `fit`: the ladder until the projection fits, then one authoritative count of what is sent; if
 //! that count is over (a joined payload whose joins merged differently), the ladder resumes from it.
+//! Rungs with `until = "cap"` run in their place whether or not the request is over.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::budget::Budget;
 use super::ladder::Ladder;
+use super::naming::InputNames;
 use super::outcome::{DigestRecord, FitLedger, Kept, Removal, Taken, Target, Truncation};
-use super::policy::Policy;
+use super::policy::{Policy, Until};
+use super::refusal::unfittable;
 use super::segment::{Layer, SegmentData};
-use super::trace::{cap_overruns, first_appearance, Trace};
 use super::source::TokenSource;
-use crate::error::{CtxResult, Unfittable};
+use super::trace::{cap_overruns, display_order, Trace};
+use crate::error::{CtxError, CtxResult};
 use crate::limits::{add_total, check_count, checked_total, signed};
 
 /// What `fit` returns.
@@ -41,6 +44,22 @@ pub fn fit(
     separator: Option<&str>,
     framing: usize,
 ) -> CtxResult<FitOutcome> {
+    fit_named(segs, counts, budget, policy, counter, separator, framing, None)
+}
+
+/// `fit`, with the trace and `Unfittable` naming units by the caller's input positions
+/// (`messages[3..6]`, `digest of messages[3..6]`) when `names` is given.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_named(
+    segs: &[&SegmentData],
+    counts: &[usize],
+    budget: &Budget,
+    policy: &Policy,
+    counter: &dyn TokenSource,
+    separator: Option<&str>,
+    framing: usize,
+    names: Option<&InputNames>,
+) -> CtxResult<FitOutcome> {
     let sep_tokens = match separator {
         Some(s) if !s.is_empty() => check_count(counter.count(s)?, "the separator's count")?,
         _ => 0,
@@ -49,27 +68,60 @@ pub fn fit(
     let joins = sep_tokens.saturating_mul(counts.len().saturating_sub(1));
     add_total(checked_total(counts.iter().copied(), "the request")?, joins, "the request with its joins")?;
     let ceiling = budget.ceiling();
-    let mut lad = Ladder::new(segs, counts, policy, counter, ceiling, sep_tokens, framing);
+    let mut lad = Ladder::new(segs, counts, policy, counter, ceiling, budget.caps, sep_tokens, framing);
+    lad.names = names;
     let start_layers = lad.layer_sizes;
     let start_total = lad.total();
+    let order = display_order(lad.present);
+    let cap_overruns = cap_overruns(&order, budget, &start_layers);
+    let refuse = |lad: &mut Ladder<'_>| -> CtxError {
+        let mut u = unfittable(lad);
+        let mut trace = Trace::assemble(lad, &order, budget, &start_layers, &cap_overruns, start_total, u.total, 0);
+        trace.failed = true;
+        u.trace = trace.render();
+        u.into()
+    };
 
+    let rungs = policy.rungs.len();
+    let is_cap = |r: usize| policy.rungs[r].until == Until::Cap;
+    // A cap rung runs once, in its place, whether or not the request is over: it answers to the
+    // caps, not to the ceiling.
+    let mut cap_ran = vec![false; rungs];
     let mut count_calls = 0;
     let mut next_rung = 0;
     // Why this loop ends: every figure is at most the starting total (checked above), so `over()`
     // is exact. Each pass of the inner `while` either runs a rung that removes something (the
-    // request shrinks: units are finite, truncation and digests only ever shrink what they touch)
-    // or moves `next_rung` on; the outer loop repeats only after a count that is over, with
-    // `next_rung` still in range, and then the inner `while` runs again. So the ladder runs at most
-    // rungs x (units + 1) passes before it fits or is Unfittable.
+    // request shrinks: units are finite, truncation and digests only ever shrink what they touch),
+    // runs a cap rung for the only time, or moves `next_rung` on; the outer loop repeats only
+    // after a count that is over, with `next_rung` still in range, and then the inner `while` runs
+    // again. So the ladder runs at most rungs x (units + 1) passes before it fits or is Unfittable.
     let total = loop {
-        while lad.over() > 0 && next_rung < policy.rungs.len() {
+        while next_rung < rungs {
+            if is_cap(next_rung) {
+                if !cap_ran[next_rung] {
+                    cap_ran[next_rung] = true;
+                    lad.run_rung(next_rung)?;
+                }
+                next_rung += 1;
+                continue;
+            }
+            if lad.over() <= 0 {
+                break;
+            }
             lad.run_rung(next_rung)?;
             if lad.over() > 0 {
                 next_rung += 1;
             }
         }
+        // The request fits before the ladder's end: the cap rungs after this point still run.
+        for (r, ran) in cap_ran.iter_mut().enumerate().skip(next_rung) {
+            if is_cap(r) && !*ran {
+                *ran = true;
+                lad.run_rung(r)?;
+            }
+        }
         if lad.over() > 0 {
-            return Err(unfittable(&lad).into());
+            return Err(refuse(&mut lad));
         }
         count_calls += 1;
         let authoritative = match separator {
@@ -84,14 +136,12 @@ pub fn fit(
         if authoritative <= ceiling {
             break authoritative;
         }
-        if next_rung >= policy.rungs.len() {
-            return Err(unfittable(&lad).into());
+        if next_rung >= rungs {
+            return Err(refuse(&mut lad));
         }
     };
 
     let ledger = ledger(&lad);
-    let order = first_appearance(segs);
-    let cap_overruns = cap_overruns(&order, budget, &start_layers);
     let trace = Trace::assemble(&mut lad, &order, budget, &start_layers, &cap_overruns, start_total, total, count_calls);
     Ok(FitOutcome {
         kept: kept_list(&lad),
@@ -161,36 +211,3 @@ fn kept_texts<'l>(lad: &'l Ladder<'_>) -> (Vec<&'l str>, Vec<usize>) {
         })
         .unzip()
 }
-
-/// What the policy could not touch, for the error that replaces a damaged request.
-fn unfittable(lad: &Ladder<'_>) -> Unfittable {
-    let mut components = Vec::new();
-    for u in lad.units.iter().filter(|u| u.alive && u.protected) {
-        for &m in u.members.iter().filter(|&&m| lad.seg_alive[m]) {
-            let s = lad.segs[m];
-            let label = match &s.key {
-                Some(k) => format!("{} {k:?}", lad.policy.label(s.layer)),
-                None => lad.policy.label(s.layer).to_string(),
-            };
-            components.push((label, lad.seg_tokens[m]));
-        }
-    }
-    if components.is_empty() && lad.live_units == 1 {
-        // Nothing is protected and one unit is left: a request is never sent empty.
-        if let Some(u) = lad.units.iter().position(|u| u.alive) {
-            let s = lad.segs[lad.units[u].position];
-            let name = s.group.clone().or_else(|| s.key.clone()).map(|n| format!(" {n:?}")).unwrap_or_default();
-            components.push((format!("last unit, {}{name} (a request is never empty)", lad.policy.label(s.layer)), lad.unit_tokens(u)));
-        }
-    }
-    let protected_tokens: usize = components.iter().map(|(_, n)| n).sum();
-    let total = lad.total();
-    Unfittable {
-        floor_tokens: total.saturating_sub(protected_tokens),
-        components,
-        ceiling: lad.ceiling,
-        total,
-        shortfall: total.saturating_sub(lad.ceiling),
-    }
-}
-

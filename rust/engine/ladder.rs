@@ -1,17 +1,19 @@
 //! The ladder: a policy's rungs run in order against projected totals. A rung's effect on the
 //! total is the size of what it removed, already known, so no rung re-counts anything; only a
-//! truncated body and a digest record count new text, once each.
+//! truncated body and a digest record count new text, once each. What each action does to the
+//! ladder's state is in `actions`.
 
 use rustc_hash::FxHashSet as HashSet;
 
-use super::digest::digest_text;
-use super::outcome::{DigestRecord, Removal, Row, Section, Taken, Target, Truncation};
-use super::policy::{Action, Filter, Order, Policy};
+use super::naming::InputNames;
+use super::outcome::{DigestRecord, Removal, Row, Section, Truncation};
+use super::policy::{Action, Filter, Order, Policy, Until};
 use super::rank::{sort_indices, RankKey};
 use super::segment::{Layer, LayerSet, SegmentData};
-use super::units::{build_units, Unit};
 use super::source::TokenSource;
+use super::units::{build_units, Unit};
 use crate::error::CtxResult;
+use crate::fmt::thousands;
 use crate::limits::{signed, unsigned};
 
 /// Units between checks for an interruption (Ctrl-C) in a long rung: ~1 ms of work.
@@ -22,6 +24,9 @@ pub(super) struct Ladder<'a> {
     pub(super) policy: &'a Policy,
     pub(super) counter: &'a dyn TokenSource,
     pub(super) ceiling: usize,
+    /// The budget's per-layer caps: what an `until = "cap"` rung trims down to.
+    pub(super) caps: [Option<usize>; 8],
+    pub(super) names: Option<&'a InputNames>,
     pub(super) sep_tokens: usize,
     /// What a segment the ladder creates (a digest) costs beyond its text: message framing.
     pub(super) framing: usize,
@@ -39,6 +44,8 @@ pub(super) struct Ladder<'a> {
     /// Authoritative minus projected, learnt from the joined count.
     pub(super) correction: i64,
     pub(super) layer_sizes: [usize; 8],
+    /// The layers the request holds a segment of, whatever its size.
+    pub(super) present: LayerSet,
     pub(super) removals: Vec<Removal>,
     pub(super) truncations: Vec<Truncation>,
     pub(super) sections: Vec<Section>,
@@ -47,24 +54,30 @@ pub(super) struct Ladder<'a> {
 }
 
 impl<'a> Ladder<'a> {
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         segs: &'a [&'a SegmentData],
         counts: &[usize],
         policy: &'a Policy,
         counter: &'a dyn TokenSource,
         ceiling: usize,
+        caps: [Option<usize>; 8],
         sep_tokens: usize,
         framing: usize,
     ) -> Self {
         let mut layer_sizes = [0usize; 8];
+        let mut present = LayerSet::default();
         for (s, &n) in segs.iter().zip(counts) {
             layer_sizes[s.layer.index()] += n;
+            present.insert(s.layer);
         }
         let mut lad = Ladder {
             segs,
             policy,
             counter,
             ceiling,
+            caps,
+            names: None,
             sep_tokens,
             framing,
             live_units: 0,
@@ -77,6 +90,7 @@ impl<'a> Ladder<'a> {
             pieces: segs.len(),
             correction: 0,
             layer_sizes,
+            present,
             removals: Vec::new(),
             truncations: Vec::new(),
             sections: Vec::new(),
@@ -96,12 +110,50 @@ impl<'a> Ladder<'a> {
         signed(self.total()) - signed(self.ceiling)
     }
 
+    /// How far `layer` is over its cap (0 when within it or uncapped).
+    pub(super) fn cap_excess(&self, layer: Layer) -> usize {
+        self.caps[layer.index()].map_or(0, |cap| self.layer_sizes[layer.index()].saturating_sub(cap))
+    }
+
+    /// Whether a rung still has work: the request is over (`fits`), or a capped layer it draws
+    /// from is over its cap (`cap`).
+    fn wants_more(&self, until: Until, layers: LayerSet) -> bool {
+        match until {
+            Until::Fits => self.over() > 0,
+            Until::Cap => layers.iter().any(|l| self.cap_excess(l) > 0),
+        }
+    }
+
     pub(super) fn unit_tokens(&self, u: usize) -> usize {
         let unit = &self.units[u];
         match unit.digest {
             Some(d) => self.digests[d].tokens,
             None => unit.members.iter().filter(|&&m| self.seg_alive[m]).map(|&m| self.seg_tokens[m]).sum(),
         }
+    }
+
+    /// What a unit is called in the trace: by input positions when the caller named its input.
+    pub(super) fn unit_label(&self, u: usize) -> String {
+        let unit = &self.units[u];
+        match self.names {
+            Some(n) => n.name(&unit.members),
+            None => super::naming::default_label(self.segs, unit.position),
+        }
+    }
+
+    /// The policy labels of `layers`, in display order, as one column heading
+    /// (`conversation+tool_result`), and what those labels hold now.
+    pub(super) fn layer_column(&self, layers: LayerSet) -> (String, usize) {
+        let mut labels: Vec<&str> = Vec::new();
+        for l in Layer::DISPLAY_ORDER.iter().filter(|l| layers.contains(**l)) {
+            let label = self.policy.label(*l);
+            if !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+        // Layers that share a label ("history") are one figure.
+        let size = Layer::ALL.iter().filter(|l| labels.contains(&self.policy.label(**l))).map(|l| self.layer_sizes[l.index()]).sum();
+        (labels.join("+"), size)
     }
 
     fn rank_key(&self, u: usize) -> RankKey {
@@ -113,16 +165,6 @@ impl<'a> Ladder<'a> {
             recoverable: unit.recoverable,
             stale: unit.stale,
         }
-    }
-
-    /// The layer a row reports: the unit's first member in the rung's layers.
-    fn row_layer(&self, u: usize, layers: LayerSet) -> Layer {
-        let unit = &self.units[u];
-        unit.members
-            .iter()
-            .map(|&m| self.segs[m].layer)
-            .find(|l| layers.contains(*l))
-            .unwrap_or(self.segs[unit.members[0]].layer)
     }
 
     fn passes(&self, u: usize, filter: Option<Filter>, covered: &HashSet<&str>) -> bool {
@@ -139,157 +181,65 @@ impl<'a> Ladder<'a> {
         }
     }
 
-    fn row(&self, u: usize, layers: LayerSet, before: usize, action: &'static str) -> Row {
-        let layer = self.row_layer(u, layers);
-        let total_after = self.total();
-        // A unit is named by its group, else its key, else its position.
-        let first = self.units[u].position;
-        let s = self.segs[first];
-        let label = s.group.clone().or_else(|| s.key.clone()).unwrap_or_else(|| format!("#{first}"));
-        Row {
-            label,
-            delta: before.saturating_sub(total_after),
-            action,
-            layer,
-            // Layers that share a label ("history") are one column in the trace.
-            layer_after: Layer::ALL
-                .iter()
-                .filter(|l| self.policy.label(**l) == self.policy.label(layer))
-                .map(|l| self.layer_sizes[l.index()])
-                .sum(),
-            total_after,
-            over_after: signed(total_after) - signed(self.ceiling),
-        }
-    }
-
-    fn drop_unit(&mut self, u: usize, rung: usize) {
-        let unit_digest = self.units[u].digest;
-        self.units[u].alive = false;
-        self.live_units -= 1;
-        if let Some(d) = unit_digest {
-            let rec = &self.digests[d];
-            self.layer_sizes[rec.layer.index()] -= rec.tokens;
-            self.sum -= rec.tokens;
-            self.pieces -= 1;
-            self.removals.push(Removal { target: Target::Digest(d), rung, tokens: rec.tokens, action: Taken::Drop });
-            return;
-        }
-        for i in 0..self.units[u].members.len() {
-            let m = self.units[u].members[i];
-            if !self.seg_alive[m] {
-                continue;
-            }
-            self.seg_alive[m] = false;
-            let t = self.seg_tokens[m];
-            self.layer_sizes[self.segs[m].layer.index()] -= t;
-            self.sum -= t;
-            self.pieces -= 1;
-            self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action: Taken::Drop });
-        }
-    }
-
-    /// Shortens the unit's largest body in the rung's layers; returns whether anything changed.
-    fn truncate_unit(&mut self, u: usize, rung: usize, layers: LayerSet, min_tokens: usize) -> CtxResult<bool> {
-        let Some(&m) = self.units[u]
-            .members
-            .iter()
-            .filter(|&&m| self.seg_alive[m] && layers.contains(self.segs[m].layer))
-            .max_by_key(|&&m| (self.seg_tokens[m], std::cmp::Reverse(m)))
-        else {
-            return Ok(false);
-        };
-        let before = self.seg_tokens[m];
-        let over = unsigned(self.over());
-        if before <= min_tokens || over == 0 {
-            return Ok(false);
-        }
-        // A caller-given count covers more than the text (message framing, say): that overhead
-        // stays with the shortened body.
-        let overhead = match self.segs[m].tokens {
-            Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
-            None => 0,
-        };
-        let target = before.saturating_sub(over).max(min_tokens).saturating_sub(overhead);
-        let text = self.seg_text[m].as_deref().unwrap_or(&self.segs[m].text);
-        let cut = self.counter.truncate(text, target)?;
-        let after = self.counter.count(&cut)? + overhead;
-        if after >= before {
-            return Ok(false);
-        }
-        self.seg_tokens[m] = after;
-        self.seg_text[m] = Some(cut);
-        self.layer_sizes[self.segs[m].layer.index()] -= before - after;
-        self.sum -= before - after;
-        match self.truncations.iter_mut().find(|t| t.index == m) {
-            Some(t) => t.after = after,
-            None => self.truncations.push(Truncation { index: m, rung, before, after }),
-        }
-        Ok(true)
-    }
-
-    /// Replaces a tool exchange by its record when that is smaller; returns whether it did.
-    fn digest_unit(&mut self, u: usize, rung: usize) -> CtxResult<bool> {
+    /// Whether `action` could take anything from the unit: what a floor holding it back costs.
+    fn could_take(&self, u: usize, action: Action, layers: LayerSet) -> bool {
         let unit = &self.units[u];
-        if unit.digest.is_some() {
-            return Ok(false);
+        let alive = || unit.members.iter().copied().filter(|&m| self.seg_alive[m]);
+        match action {
+            Action::Drop => self.unit_tokens(u) > 0,
+            Action::Digest => unit.digest.is_none() && alive().any(|m| self.segs[m].layer == Layer::ToolResult),
+            Action::Truncate { min_tokens } => {
+                alive().any(|m| layers.contains(self.segs[m].layer) && self.seg_tokens[m] > min_tokens.max(1))
+            }
         }
-        let alive: Vec<usize> = unit.members.iter().copied().filter(|&m| self.seg_alive[m]).collect();
-        if !alive.iter().any(|&m| self.segs[m].layer == Layer::ToolResult) {
-            return Ok(false);
-        }
-        let members: Vec<&SegmentData> = alive.iter().map(|&m| self.segs[m]).collect();
-        let tokens: Vec<usize> = alive.iter().map(|&m| self.seg_tokens[m]).collect();
-        let ordinal = self.units.iter().take(u + 1).filter(|x| x.exchange).count();
-        let text = digest_text(&members, &tokens, ordinal);
-        let d_tokens = self.counter.count(&text)? + self.framing;
-        let unit_tokens: usize = tokens.iter().sum();
-        // Smaller than what it replaces, joins aside: a record that only pays for itself through
-        // the separators it saves would make the ledger's "digested" negative.
-        if d_tokens >= unit_tokens {
-            return Ok(false);
-        }
-        let layer = self.segs[alive[0]].layer;
-        for &m in &alive {
-            self.seg_alive[m] = false;
-            let t = self.seg_tokens[m];
-            self.layer_sizes[self.segs[m].layer.index()] -= t;
-            self.sum -= t;
-            self.pieces -= 1;
-            self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action: Taken::Digest });
-        }
-        self.digests.push(DigestRecord { members: alive, text, tokens: d_tokens, layer, rung });
-        self.units[u].digest = Some(self.digests.len() - 1);
-        self.layer_sizes[layer.index()] += d_tokens;
-        self.sum += d_tokens;
-        self.pieces += 1;
-        Ok(true)
     }
 
-    pub(super) fn run_rung(&mut self, r: usize) -> CtxResult<()> {
-        let rung = self.policy.rungs[r].clone();
-        let eligible: Vec<usize> = (0..self.units.len())
-            .filter(|&u| {
-                let unit = &self.units[u];
-                unit.alive && !unit.protected && unit.layers.intersects(rung.layers)
-            })
-            .collect();
-        // Floors are judged over everything the rung could reach, before its filter.
-        let mut floor_kept = vec![false; self.units.len()];
+    /// Whether any member of the unit sits in a layer the cap rung must still shrink.
+    fn in_over_cap_layer(&self, u: usize, layers: LayerSet) -> bool {
+        match self.units[u].digest {
+            Some(d) => layers.contains(self.digests[d].layer) && self.cap_excess(self.digests[d].layer) > 0,
+            None => self.units[u]
+                .members
+                .iter()
+                .any(|&m| self.seg_alive[m] && layers.contains(self.segs[m].layer) && self.cap_excess(self.segs[m].layer) > 0),
+        }
+    }
+
+    /// Units the floor keeps from this rung, judged over everything the rung could reach.
+    fn floor_kept(&self, eligible: &[usize], rung: &super::policy::Rung) -> Vec<bool> {
+        let mut kept = vec![false; self.units.len()];
         let exchanges: Vec<usize> = eligible.iter().copied().filter(|&u| self.units[u].exchange).collect();
         for &u in exchanges.iter().take(rung.floor.keep_first).chain(exchanges.iter().rev().take(rung.floor.keep_last)) {
-            floor_kept[u] = true;
+            kept[u] = true;
         }
         if rung.floor.keep_top > 0 {
-            let mut by_score = eligible.clone();
+            let mut by_score = eligible.to_vec();
             by_score.sort_by(|&a, &b| {
                 (self.units[b].score + 0.0)
                     .total_cmp(&(self.units[a].score + 0.0))
                     .then(self.units[a].position.cmp(&self.units[b].position))
             });
             for &u in by_score.iter().take(rung.floor.keep_top) {
-                floor_kept[u] = true;
+                kept[u] = true;
             }
         }
+        kept
+    }
+
+    pub(super) fn run_rung(&mut self, r: usize) -> CtxResult<()> {
+        let rung = self.policy.rungs[r].clone();
+        // A cap rung draws only on the layers it can measure against a cap.
+        let capped = LayerSet(rung.layers.iter().filter(|l| self.caps[l.index()].is_some()).fold(0, |m, l| m | (1 << l.index())));
+        if rung.until == Until::Cap && capped.0 == 0 {
+            return Ok(());
+        }
+        let eligible: Vec<usize> = (0..self.units.len())
+            .filter(|&u| {
+                let unit = &self.units[u];
+                unit.alive && !unit.protected && unit.layers.intersects(rung.layers)
+            })
+            .collect();
+        let floor_kept = self.floor_kept(&eligible, &rung);
         let covered: HashSet<&str> = if rung.filter == Some(Filter::Covered) {
             (0..self.segs.len())
                 .filter(|&i| self.seg_alive[i] && self.segs[i].level == Some(2))
@@ -298,11 +248,17 @@ impl<'a> Ladder<'a> {
         } else {
             HashSet::default()
         };
-        let candidates: Vec<usize> = eligible
-            .iter()
-            .copied()
-            .filter(|&u| !floor_kept[u] && self.passes(u, rung.filter, &covered))
-            .collect();
+        let mut held_back = Vec::new();
+        let mut candidates = Vec::new();
+        for &u in &eligible {
+            if self.passes(u, rung.filter, &covered) {
+                if floor_kept[u] {
+                    held_back.push(u);
+                } else {
+                    candidates.push(u);
+                }
+            }
+        }
         // Units are numbered in input order, so position orders need no sort.
         let order: Vec<usize> = match rung.order {
             Order::Oldest => candidates,
@@ -315,19 +271,26 @@ impl<'a> Ladder<'a> {
 
         let mut rung_tokens: usize = eligible.iter().map(|&u| self.unit_tokens(u)).sum();
         let mut rows = Vec::new();
+        // Whether a floor (keep_*, min_tokens, a truncation's minimum) stopped the rung taking.
+        let mut floor_stopped = false;
         self.counter.interrupted()?;
         for (step, u) in order.into_iter().enumerate() {
-            if self.over() <= 0 {
+            if !self.wants_more(rung.until, capped) {
                 break;
             }
             if step % INTERRUPT_EVERY == INTERRUPT_EVERY - 1 {
                 self.counter.interrupted()?;
             }
+            if rung.until == Until::Cap && !self.in_over_cap_layer(u, capped) {
+                continue;
+            }
             let before_total = self.total();
             let before_unit = self.unit_tokens(u);
-            let changed = match rung.action {
+            let was_digest = self.units[u].digest.is_some();
+            let touched = match rung.action {
                 Action::Drop => {
                     if rung.floor.min_tokens > 0 && rung_tokens.saturating_sub(before_unit) < rung.floor.min_tokens {
+                        floor_stopped = true;
                         break;
                     }
                     if before_unit == 0 {
@@ -338,37 +301,65 @@ impl<'a> Ladder<'a> {
                         // Never an empty request: the last unit stays, and the fit is Unfittable.
                         break;
                     }
-                    self.drop_unit(u, r);
-                    true
+                    Some(self.drop_unit(u, r))
                 }
-                Action::Truncate { min_tokens } => self.truncate_unit(u, r, rung.layers, min_tokens)?,
+                Action::Truncate { min_tokens } => {
+                    let (touched, limited) = self.truncate_unit(u, r, rung.layers, min_tokens, rung.until)?;
+                    floor_stopped |= limited;
+                    touched
+                }
                 Action::Digest => self.digest_unit(u, r)?,
             };
-            if changed {
+            if let Some(layers) = touched {
                 rung_tokens = rung_tokens.saturating_sub(before_unit.saturating_sub(self.unit_tokens(u)));
-                let action = match rung.action {
-                    Action::Drop => "drop",
-                    Action::Truncate { .. } => "truncate",
-                    Action::Digest => "digest",
-                };
-                rows.push(self.row(u, rung.layers, before_total, action));
+                // A digest dropped later is not the exchange it stood for: "digest of ex1".
+                let label = self.unit_label(u);
+                let label = if was_digest { format!("digest of {label}") } else { label };
+                rows.push(self.row(label, layers, before_total, rung.action));
             }
         }
-        // Still over once the rung has nothing left it may take: its floor (or its supply) is reached.
-        let floor_reached = self.over() > 0;
+        let still = self.wants_more(rung.until, capped);
+        let floor_reached = still && (floor_stopped || held_back.iter().any(|&u| self.could_take(u, rung.action, rung.layers)));
         self.floor_reached |= floor_reached;
         if !rows.is_empty() && !self.rungs_fired.contains(&r) {
             self.rungs_fired.push(r);
         }
         if !rows.is_empty() || floor_reached {
+            let caps = match rung.until {
+                Until::Fits => Vec::new(),
+                Until::Cap => capped
+                    .iter()
+                    .filter_map(|l| self.caps[l.index()].map(|c| format!("{} {}", self.policy.label(l), thousands(c))))
+                    .collect(),
+            };
             self.sections.push(Section {
                 rung: r,
                 name: rung.name.clone(),
                 floor: rung.floor.describe(),
+                caps,
+                exhausted: still && !floor_reached,
                 rows,
                 floor_reached,
             });
         }
         Ok(())
+    }
+
+    fn row(&self, label: String, layers: LayerSet, before: usize, action: Action) -> Row {
+        let total_after = self.total();
+        let (layer, layer_after) = self.layer_column(layers);
+        Row {
+            label,
+            delta: before.saturating_sub(total_after),
+            action: match action {
+                Action::Drop => "drop",
+                Action::Truncate { .. } => "truncate",
+                Action::Digest => "digest",
+            },
+            layer,
+            layer_after,
+            total_after,
+            over_after: signed(total_after) - signed(self.ceiling),
+        }
     }
 }

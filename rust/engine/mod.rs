@@ -1,30 +1,37 @@
 //! The eviction engine: segments grouped into units, a policy's rungs run against projected
 //! totals, one authoritative count, and a trace of every removal.
 //!
-//! Files by job: `budget` (the budget), `units` (grouping), `ladder` (the rungs and their actions),
-//! `fit` (the driver and the authoritative count), `outcome` (what a fit returns), `trace`
-//! (assembling and rendering it), `policy` / `policy_format` / `presets` (policies as data),
-//! `rank` (the rank orders), `digest` (the record left for a tool exchange), `source` (what the
-//! ladder needs from a tokenizer).
+//! Files by job: `budget` (the budget), `units` (grouping), `ladder` (the rungs), `actions`
+//! (drop, truncate, digest), `fit` (the driver and the authoritative count), `outcome` (what a
+//! fit returns), `refusal` (the `Unfittable` it raises instead), `trace` / `render` (assembling
+//! and writing the trace), `naming` (how both name units), `policy` / `policy_format` /
+//! `describe` / `presets` (policies as data), `rank` (the rank orders), `digest` (the record left
+//! for a tool exchange), `source` (what the ladder needs from a tokenizer).
 
+mod actions;
 pub mod budget;
+mod describe;
 pub mod digest;
 pub mod fit;
 mod ladder;
+pub mod naming;
 pub mod outcome;
 pub mod policy;
 pub mod policy_format;
 pub mod presets;
 pub mod rank;
+mod refusal;
+mod render;
 pub mod segment;
 pub mod source;
 pub mod trace;
 mod units;
 
 pub use budget::Budget;
-pub use fit::{fit, FitOutcome};
+pub use fit::{fit, fit_named, FitOutcome};
+pub use naming::InputNames;
 pub use outcome::{DigestRecord, FitLedger, Kept, Removal, Row, Section, Taken, Target, Truncation};
-pub use policy::{Action, Filter, Floor, Order, Policy, Rung};
+pub use policy::{Action, Filter, Floor, Order, Policy, Rung, Until};
 pub use segment::{Layer, LayerSet, SegmentData, ToolCall};
 pub use source::TokenSource;
 
@@ -34,3 +41,7 @@ pub use source::TokenSource;
 pub mod testing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ladder;
+#[cfg(test)]
+mod tests_trace;

@@ -79,7 +79,10 @@ pub struct Row {
     /// How much the request total fell.
     pub delta: usize,
     pub action: &'static str,
-    pub layer: Layer,
+    /// The labels of the layers the removal changed, in display order (`history`,
+    /// `conversation+tool_result`): the column whose figure `layer_after` is.
+    pub layer: String,
+    /// What those labels hold after the removal: it fell by `delta`, joins aside.
     pub layer_after: usize,
     pub total_after: usize,
     /// total_after - ceiling: > 0 still over, <= 0 fits.
@@ -91,6 +94,11 @@ pub struct Section {
     pub rung: usize,
     pub name: String,
     pub floor: String,
+    /// For an `until = "cap"` rung, the caps it enforced: "retrieved 14,000".
+    pub caps: Vec<String>,
     pub rows: Vec<Row>,
+    /// A floor stopped the rung while it still had work: it held back units it would have taken.
     pub floor_reached: bool,
+    /// The rung took all it could and the request is still over: nothing was left to take.
+    pub exhausted: bool,
 }

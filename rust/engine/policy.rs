@@ -60,6 +60,26 @@ pub struct Floor {
     pub min_tokens: usize,
 }
 
+/// When a rung stops taking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Until {
+    /// While the request is over its ceiling (the default): the ladder.
+    #[default]
+    Fits,
+    /// While a layer it draws from is over its `Budget` cap, and even when the request already
+    /// fits: how a policy enforces caps. Without such a rung caps are only reported.
+    Cap,
+}
+
+impl Until {
+    pub fn name(self) -> &'static str {
+        match self {
+            Until::Fits => "fits",
+            Until::Cap => "cap",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rung {
     pub name: String,
@@ -68,6 +88,7 @@ pub struct Rung {
     pub order: Order,
     pub action: Action,
     pub floor: Floor,
+    pub until: Until,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -89,20 +110,21 @@ impl Policy {
 }
 
 impl Floor {
-    /// "first 1 + last 3 exchanges", "top 4 by score", "" when there is none.
+    /// "first 1 + last 3 exchanges", "top 4 by score", "" when there is none. The noun is said
+    /// once, so a floor fits on a trace's rung line at 80 columns.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if self.keep_first > 0 {
-            parts.push(format!("first {} exchange{}", self.keep_first, plural(self.keep_first)));
-        }
-        if self.keep_last > 0 {
-            parts.push(format!("last {} exchange{}", self.keep_last, plural(self.keep_last)));
+        match (self.keep_first, self.keep_last) {
+            (0, 0) => {}
+            (f, 0) => parts.push(format!("first {f} exchange{}", plural(f))),
+            (0, l) => parts.push(format!("last {l} exchange{}", plural(l))),
+            (f, l) => parts.push(format!("first {f} + last {l} exchange{}", plural(l))),
         }
         if self.keep_top > 0 {
             parts.push(format!("top {} by score", self.keep_top));
         }
         if self.min_tokens > 0 {
-            parts.push(format!("{} tokens", self.min_tokens));
+            parts.push(format!("{} tokens", crate::fmt::thousands(self.min_tokens)));
         }
         parts.join(" + ")
     }

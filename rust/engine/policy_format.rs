@@ -11,22 +11,26 @@
 //! order = "oldest"          # oldest | newest | lowest_score | largest | rank
 //! action = "drop"           # drop | truncate | digest
 //! floor = { keep_first = 1, keep_last = 3 }
+//! until = "fits"           # fits (the default) | cap: trim a layer down to its Budget cap
 //! ```
 
 use serde_json::{json, Map, Value};
 
-use super::policy::{Action, Filter, Floor, Order, Policy, Rung};
+use super::policy::{Action, Filter, Floor, Order, Policy, Rung, Until};
 use super::segment::{Layer, LayerSet};
 use crate::error::{CtxError, CtxResult};
-use crate::fmt::pad_right;
+use crate::suggest::hint;
 
 pub const ORDERS: [&str; 5] = ["oldest", "newest", "lowest_score", "largest", "rank"];
 pub const ACTIONS: [&str; 3] = ["drop", "truncate", "digest"];
 pub const FILTERS: [&str; 4] = ["stale", "recoverable", "covered", "level"];
+pub const UNTILS: [&str; 2] = ["fits", "cap"];
 const FLOOR_KEYS: [&str; 4] = ["keep_first", "keep_last", "keep_top", "min_tokens"];
-const RUNG_KEYS: [&str; 7] = ["name", "layers", "order", "action", "filter", "floor", "min_tokens"];
+const RUNG_KEYS: [&str; 8] = ["name", "layers", "order", "action", "filter", "floor", "min_tokens", "until"];
 const POLICY_KEYS: [&str; 4] = ["name", "protected", "labels", "rungs"];
 pub const DEFAULT_TRUNCATE_MIN_TOKENS: usize = 128;
+
+pub use super::describe::describe;
 
 fn bad(path: &str, msg: impl std::fmt::Display) -> CtxError {
     CtxError::invalid(format!("policy {path}: {msg}"))
@@ -35,7 +39,7 @@ fn bad(path: &str, msg: impl std::fmt::Display) -> CtxError {
 fn check_keys(obj: &Map<String, Value>, allowed: &[&str], path: &str) -> CtxResult<()> {
     for k in obj.keys() {
         if !allowed.contains(&k.as_str()) {
-            return Err(bad(path, format!("unknown field {k:?}; allowed: {}", allowed.join(", "))));
+            return Err(bad(path, format!("unknown field {k:?}{}; allowed: {}", hint(k, allowed), allowed.join(", "))));
         }
     }
     Ok(())
@@ -55,7 +59,7 @@ fn one_of(name: &str, known: &[&str], path: &str) -> CtxResult<()> {
     if known.contains(&name) {
         Ok(())
     } else {
-        Err(bad(path, format!("unknown value {name:?}; known: {}", known.join(", "))))
+        Err(bad(path, format!("unknown value {name:?}{}; known: {}", hint(name, known), known.join(", "))))
     }
 }
 
@@ -87,7 +91,10 @@ fn filter(v: &Value, path: &str) -> CtxResult<Option<Filter>> {
                 "stale" => Ok(Some(Filter::Stale)),
                 "recoverable" => Ok(Some(Filter::Recoverable)),
                 "covered" => Ok(Some(Filter::Covered)),
-                other => Err(bad(path, format!("unknown filter {other:?}; known: stale, recoverable, covered, level:N"))),
+                other => Err(bad(
+                    path,
+                    format!("unknown filter {other:?}{}; known: stale, recoverable, covered, level:N", hint(other, &FILTERS)),
+                )),
             }
         }
         Value::Object(o) if o.len() == 1 && o.contains_key("level") => {
@@ -143,6 +150,15 @@ fn rung(v: &Value, path: &str, protected: LayerSet) -> CtxResult<Rung> {
     if min_tokens.is_some() && !matches!(action, Action::Truncate { .. }) {
         return Err(bad(&format!("{path}.min_tokens"), "applies to truncate rungs only (use floor.min_tokens for a layer floor)"));
     }
+    let until = match obj.get("until") {
+        None => Until::Fits,
+        Some(u) => {
+            let p = format!("{path}.until");
+            let name = as_str(u, &p)?;
+            one_of(name, &UNTILS, &p)?;
+            if name == "cap" { Until::Cap } else { Until::Fits }
+        }
+    };
     Ok(Rung {
         name,
         layers: layer_set,
@@ -150,6 +166,7 @@ fn rung(v: &Value, path: &str, protected: LayerSet) -> CtxResult<Rung> {
         order,
         action,
         floor: floor(obj.get("floor"), &format!("{path}.floor"))?,
+        until,
     })
 }
 
@@ -235,6 +252,10 @@ pub fn to_value(name: Option<&str>, p: &Policy) -> Value {
             if !fl.is_empty() {
                 o.insert("floor".into(), Value::Object(fl));
             }
+            // Only when it is not the default, so the dict form of a rung stays as it was.
+            if r.until != Until::Fits {
+                o.insert("until".into(), json!(r.until.name()));
+            }
             Value::Object(o)
         })
         .collect();
@@ -254,77 +275,6 @@ pub fn to_value(name: Option<&str>, p: &Policy) -> Value {
     }
     o.insert("rungs".into(), Value::Array(rungs));
     Value::Object(o)
-}
-
-fn order_text(o: Order) -> &'static str {
-    match o {
-        Order::Oldest => "oldest first",
-        Order::Newest => "newest first",
-        Order::LowestScore => "lowest score first",
-        Order::Largest => "largest first",
-        Order::Rank => "rank: recoverable, stale, low score, large",
-    }
-}
-
-/// The documented order as a table, first to go … never.
-pub fn describe(name: Option<&str>, p: &Policy) -> String {
-    let mut rows: Vec<[String; 6]> = vec![[
-        "#".into(),
-        "rung".into(),
-        "draws from".into(),
-        "order".into(),
-        "action".into(),
-        "floor (kept)".into(),
-    ]];
-    for (i, r) in p.rungs.iter().enumerate() {
-        // Layers sharing a label read as one: "history (conversation, tool_result, summary)".
-        let mut by_label: Vec<(String, Vec<&str>)> = Vec::new();
-        for l in r.layers.iter() {
-            let lab = p.label(l).to_string();
-            match by_label.iter_mut().find(|(x, _)| *x == lab) {
-                Some((_, names)) => names.push(l.name()),
-                None => by_label.push((lab, vec![l.name()])),
-            }
-        }
-        let from: Vec<String> = by_label
-            .into_iter()
-            .map(|(lab, names)| if names == [lab.as_str()] { lab } else { format!("{lab} ({})", names.join(", ")) })
-            .collect();
-        let mut from = from.join(", ");
-        if let Some(f) = r.filter {
-            from = match f {
-                Filter::Stale => format!("stale {from}"),
-                Filter::Recoverable => format!("recoverable {from}"),
-                Filter::Covered => format!("{from} level-1 covered by a level-2"),
-                Filter::Level(0) => format!("{from} rolling (level 0)"),
-                Filter::Level(n) => format!("{from} level {n}"),
-            };
-        }
-        let action = match r.action {
-            Action::Drop => "drop whole unit".to_string(),
-            Action::Truncate { min_tokens } => format!("truncate body (>= {min_tokens} tokens)"),
-            Action::Digest => "digest tool exchange".to_string(),
-        };
-        let floor = r.floor.describe();
-        rows.push([
-            (i + 1).to_string(),
-            r.name.clone(),
-            from,
-            order_text(r.order).to_string(),
-            action,
-            if floor.is_empty() { "-".into() } else { floor },
-        ]);
-    }
-    let widths: Vec<usize> = (0..6).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = format!("policy {} — first to go … never\n", name.unwrap_or("(custom)"));
-    for r in &rows {
-        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| pad_right(c, *w)).collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    let never: Vec<&str> = p.protected.iter().map(|l| l.name()).collect();
-    out.push_str(&format!("never: {}\n", never.join(", ")));
-    out
 }
 
 #[cfg(test)]
@@ -376,12 +326,30 @@ mod tests {
     }
 
     #[test]
-    fn describe_lists_rungs_first_to_never() {
-        let d = describe(Some("troubleshooting"), &presets::troubleshooting());
-        let lines: Vec<&str> = d.lines().collect();
-        assert!(lines[0].contains("first to go"));
-        assert!(lines[2].starts_with("1  history.drop_oldest_exchange"), "{d}");
-        assert!(lines[4].contains("truncate body (>= 128 tokens)"), "{d}");
-        assert!(d.ends_with("never: system, tools, pinned, current_turn\n"), "{d}");
+    fn until_cap_round_trips_and_typos_get_a_suggestion() {
+        let text = "[[rungs]]\nname = \"r\"\nlayers = [\"retrieved\"]\norder = \"lowest_score\"\nuntil = \"cap\"\n";
+        let (_, p) = from_toml(text).unwrap();
+        assert_eq!(p.rungs[0].until, Until::Cap);
+        let v = to_value(None, &p);
+        assert_eq!(v["rungs"][0]["until"], json!("cap"));
+        assert_eq!(from_value(&v).unwrap().1, p);
+        // The default is not written, so existing dict forms stay as they were.
+        assert!(to_value(None, &presets::agent(2))["rungs"][0].get("until").is_none());
+        let err = from_toml(&text.replace("\"cap\"", "\"caps\"")).unwrap_err().to_string();
+        assert!(err.contains("rungs[0].until") && err.contains("did you mean \"cap\"") && err.contains("fits, cap"), "{err}");
+        // Report #21: every unknown name gets the likeliest one it meant.
+        let err = from_toml(&text.replace("order =", "oder =")).unwrap_err().to_string();
+        assert!(err.contains("unknown field \"oder\" (did you mean \"order\"?); allowed:"), "{err}");
+        let err = from_toml(&text.replace("\"lowest_score\"", "\"lowest\"")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"lowest_score\"?)"), "{err}");
+        let err = from_toml(&text.replace("\"retrieved\"", "\"retreived\"")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"retrieved\"?)"), "{err}");
+        let err = from_toml(&format!("{text}action = \"drpo\"\n")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"drop\"?)"), "{err}");
+        let err = from_toml(&format!("{text}filter = \"stael\"\n")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"stale\"?)"), "{err}");
+        let err = from_toml(&format!("{text}floor = {{ keep_lats = 2 }}\n")).unwrap_err().to_string();
+        assert!(err.contains("(did you mean \"keep_last\"?)"), "{err}");
+        assert!(presets::unknown("agnet").to_string().contains("did you mean \"agent\""));
     }
 }

@@ -1,7 +1,8 @@
 //! The built-in policies, one per seed document.
 
-use super::policy::{Action, Filter, Floor, Order, Policy, Rung};
+use super::policy::{Action, Filter, Floor, Order, Policy, Rung, Until};
 use super::segment::{Layer, LayerSet};
+use crate::error::CtxError;
 
 const HISTORY: [Layer; 3] = [Layer::Conversation, Layer::ToolResult, Layer::Summary];
 
@@ -13,6 +14,7 @@ fn rung(name: &str, layers: &[Layer], order: Order, action: Action) -> Rung {
         order,
         action,
         floor: Floor::default(),
+        until: Until::Fits,
     }
 }
 
@@ -50,8 +52,14 @@ pub fn troubleshooting() -> Policy {
     Policy { rungs: vec![history, chunks, bodies], protected: Layer::PROTECTED, labels }
 }
 
-/// Seven tiers, first to go to never: stale tool results; retrieved below the top k; level-1
-/// summaries covered by a level-2; the rolling summary; recent turns oldest first.
+/// Seven tiers, first to go to never: stale (consumed) tool results; retrieved below the top k;
+/// level-1 summaries covered by a level-2; the rolling summary; recent turns oldest first.
+///
+/// Only consumed (stale) tool results are tier 1. A tool result that is not stale and stands
+/// outside any exchange (no CONVERSATION segment in its unit) is output the model has not used
+/// yet: current material, not a "recent verbatim turn". `recent_turns` therefore takes units
+/// holding a conversation turn only, and such live output goes last, on its own final rung
+/// (`unconsumed_tool_results`, oldest first), only when every recent turn is gone.
 pub fn seven_tier(top_k: usize) -> Policy {
     let mut stale = rung("stale_tool_results", &[Layer::ToolResult], Order::Oldest, Action::Drop);
     stale.filter = Some(Filter::Stale);
@@ -61,9 +69,12 @@ pub fn seven_tier(top_k: usize) -> Policy {
     covered.filter = Some(Filter::Covered);
     let mut rolling = rung("rolling_summary", &[Layer::Summary], Order::Oldest, Action::Drop);
     rolling.filter = Some(Filter::Level(0));
-    let recent = rung("recent_turns", &[Layer::Conversation, Layer::ToolResult], Order::Oldest, Action::Drop);
+    // A unit is eligible when any member is in the rung's layers: an exchange with its tool
+    // results holds a CONVERSATION segment, a lone live tool result does not.
+    let recent = rung("recent_turns", &[Layer::Conversation], Order::Oldest, Action::Drop);
+    let live = rung("unconsumed_tool_results", &[Layer::ToolResult], Order::Oldest, Action::Drop);
     Policy {
-        rungs: vec![stale, below, covered, rolling, recent],
+        rungs: vec![stale, below, covered, rolling, recent, live],
         protected: Layer::PROTECTED,
         labels: Policy::default_labels(),
     }
@@ -83,22 +94,43 @@ pub fn ranked(keep_last: usize) -> Policy {
     Policy { rungs: vec![all], protected: Layer::PROTECTED, labels: Policy::default_labels() }
 }
 
-/// For agent transcripts (the adapters' default): first replace old tool exchanges by their
-/// digests (keeping the last `keep_last` exchanges verbatim), then drop whole exchanges oldest
-/// first, then retrieved lowest score first. A tool call never loses its result: the exchange
-/// goes whole, or is replaced whole by its record.
+/// For agent transcripts (the adapters' default), gentlest first, oldest first on each rung:
+///
+/// 1. `tool_exchanges.digest_oldest`: tool exchanges replaced by their digests, keeping the last
+///    `keep_last` exchanges verbatim;
+/// 2. `exchanges.drop_oldest`: whole exchanges (or their digests) dropped, keeping the same last
+///    `keep_last` exchanges;
+/// 3. `recent_tool_exchanges.digest`: then those last exchanges digested too;
+/// 4. `recent_exchanges.drop`: then dropped;
+/// 5. `retrieved.lowest_score_first`.
+///
+/// The first four rungs draw from the same layers (conversation, tool results, summaries), so a
+/// floor means the same exchanges on each: the newest exchanges are digested before any of them
+/// is dropped, and a request a little over loses a digest's worth, not a whole exchange. A tool
+/// call never loses its result: the exchange goes whole, or is replaced whole by its record.
 pub fn agent(keep_last: usize) -> Policy {
-    let mut digest = rung("tool_exchanges.digest_oldest", &[Layer::ToolResult], Order::Oldest, Action::Digest);
-    digest.floor = Floor { keep_last, ..Floor::default() };
+    let floor = Floor { keep_last, ..Floor::default() };
+    let mut digest = rung("tool_exchanges.digest_oldest", &HISTORY, Order::Oldest, Action::Digest);
+    digest.floor = floor;
+    let mut drop = rung("exchanges.drop_oldest", &HISTORY, Order::Oldest, Action::Drop);
+    drop.floor = floor;
     Policy {
         rungs: vec![
             digest,
-            rung("exchanges.drop_oldest", &HISTORY, Order::Oldest, Action::Drop),
+            drop,
+            rung("recent_tool_exchanges.digest", &HISTORY, Order::Oldest, Action::Digest),
+            rung("recent_exchanges.drop", &HISTORY, Order::Oldest, Action::Drop),
             rung("retrieved.lowest_score_first", &[Layer::Retrieved], Order::LowestScore, Action::Drop),
         ],
         protected: Layer::PROTECTED,
         labels: Policy::default_labels(),
     }
+}
+
+/// The error for a preset name that is not in `by_name`, with the likeliest one it meant.
+pub fn unknown(name: &str) -> CtxError {
+    let hint = crate::suggest::hint(name, &PRESET_NAMES);
+    CtxError::invalid(format!("unknown policy preset {name:?}{hint}; presets: {}", PRESET_NAMES.join(", ")))
 }
 
 pub const PRESET_NAMES: [&str; 5] = ["context_window", "troubleshooting", "seven_tier", "ranked", "agent"];

@@ -28,6 +28,20 @@ impl Layer {
         Layer::Summary,
     ];
 
+    /// The order the trace lists layers in, whatever order the request holds them in: the order a
+    /// prompt is assembled in (instructions first, the question last), so two payloads of the
+    /// same shape read the same.
+    pub const DISPLAY_ORDER: [Layer; 8] = [
+        Layer::System,
+        Layer::Tools,
+        Layer::Pinned,
+        Layer::Retrieved,
+        Layer::Summary,
+        Layer::Conversation,
+        Layer::ToolResult,
+        Layer::CurrentTurn,
+    ];
+
     /// The layers no built-in rung touches.
     pub const PROTECTED: LayerSet = LayerSet(0b0000_1111);
 
@@ -51,7 +65,8 @@ impl Layer {
             .find(|l| l.name() == lower)
             .ok_or_else(|| {
                 let known: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
-                CtxError::invalid(format!("unknown layer {name:?}; known layers: {}", known.join(", ")))
+                let hint = crate::suggest::hint(name, &known);
+                CtxError::invalid(format!("unknown layer {name:?}{hint}; known layers: {}", known.join(", ")))
             })
     }
 

@@ -1,13 +1,12 @@
-//! The eviction trace: what a reviewer reads to see why the request looks the way it does.
+//! The eviction trace: what a reviewer reads to see why the request looks the way it does. This
+//! file assembles it from a finished ladder; `render` writes it out.
 
 use rustc_hash::FxHashSet as HashSet;
 
 use super::budget::Budget;
 use super::ladder::Ladder;
 use super::outcome::{Section, Taken, Target};
-use super::segment::{Layer, LayerSet, SegmentData};
-use crate::fmt::{pad_left, plural, thousands};
-use crate::limits::{signed, unsigned};
+use super::segment::{Layer, LayerSet};
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Trace {
@@ -18,7 +17,7 @@ pub struct Trace {
     pub target: Option<usize>,
     /// Display name of each layer (the policy's labels).
     pub labels: [String; 8],
-    /// Per-layer sizes at the start, in order of first appearance.
+    /// Per-layer sizes at the start, in display order (`Layer::DISPLAY_ORDER`, system first).
     pub start_layers: Vec<(String, usize)>,
     pub start_total: usize,
     /// (layer label, size, cap)
@@ -31,13 +30,16 @@ pub struct Trace {
     pub units_removed: usize,
     pub units_truncated: usize,
     pub units_digested: usize,
+    /// Some rung's floor stopped it while the request was still over.
     pub floor_reached: bool,
+    /// The trace of an attempt that ended `Unfittable`: the last line says so.
+    pub failed: bool,
 }
 
-/// Layers in order of first appearance: the order a reader meets them in the request.
-pub(super) fn first_appearance(segs: &[&SegmentData]) -> Vec<Layer> {
-    let mut seen = HashSet::default();
-    segs.iter().map(|s| s.layer).filter(|l| seen.insert(*l)).collect()
+/// The layers the request holds, in display order: system first, the current turn last, so the
+/// same kind of request always reads the same however its payload is laid out.
+pub(super) fn display_order(present: LayerSet) -> Vec<Layer> {
+    Layer::DISPLAY_ORDER.into_iter().filter(|l| present.contains(*l)).collect()
 }
 
 /// Layers over their cap at the start, with the excess: reported, never enforced.
@@ -96,6 +98,7 @@ impl Trace {
             units_truncated: lad.truncations.iter().filter(|t| lad.seg_alive[t.index]).count(),
             units_digested: lad.digests.len(),
             floor_reached: lad.floor_reached,
+            failed: false,
         }
     }
 }
@@ -146,123 +149,4 @@ fn units_dropped(lad: &Ladder<'_>) -> usize {
         })
         .collect();
     units.len()
-}
-
-fn over_text(over: i64) -> String {
-    if over > 0 {
-        format!("over by {}", thousands(unsigned(over)))
-    } else {
-        format!("fits, {} spare", thousands(unsigned(-over)))
-    }
-}
-
-impl Trace {
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let line = |out: &mut String, s: String| {
-            out.push_str(s.trim_end());
-            out.push('\n');
-        };
-        let target = match self.target {
-            Some(t) => format!(" · low watermark: evict down to {}", thousands(t)),
-            None => String::new(),
-        };
-        line(
-            &mut out,
-            format!(
-                "ceiling {}  (window {} − reserve {}){target}",
-                thousands(self.ceiling),
-                thousands(self.window),
-                thousands(self.reserve)
-            ),
-        );
-        let layers: Vec<String> = self
-            .start_layers
-            .iter()
-            .map(|(l, n)| format!("{l} {}", thousands(*n)))
-            .collect();
-        line(&mut out, format!("start   {}", layers.join("  ")));
-        line(
-            &mut out,
-            format!(
-                "        total {}   {}",
-                thousands(self.start_total),
-                over_text(signed(self.start_total) - signed(self.ceiling))
-            ),
-        );
-        for (label, size, cap) in &self.caps {
-            line(
-                &mut out,
-                format!(
-                    "cap     {label} {} over its cap of {} by {}",
-                    thousands(*size),
-                    thousands(*cap),
-                    thousands(size - cap)
-                ),
-            );
-        }
-        let label_w = self
-            .sections
-            .iter()
-            .flat_map(|s| s.rows.iter().map(|r| r.label.chars().count()))
-            .max()
-            .unwrap_or(0)
-            .max(3);
-        let delta_w = self
-            .sections
-            .iter()
-            .flat_map(|s| s.rows.iter().map(|r| thousands(r.delta).len()))
-            .max()
-            .unwrap_or(0);
-        for s in &self.sections {
-            out.push('\n');
-            let floor = if s.floor.is_empty() { String::new() } else { format!("  (floor: {})", s.floor) };
-            line(&mut out, format!("rung {}  {}{}", s.rung + 1, s.name, floor));
-            for r in &s.rows {
-                let verb = match r.action {
-                    "drop" => "",
-                    "truncate" => " truncated",
-                    _ => " digested",
-                };
-                line(
-                    &mut out,
-                    format!(
-                        "   {}  −{}   {} {}   total {}   {}{verb}",
-                        pad_left(&r.label, label_w),
-                        pad_left(&thousands(r.delta), delta_w),
-                        self.labels[r.layer.index()],
-                        pad_left(&thousands(r.layer_after), 6),
-                        pad_left(&thousands(r.total_after), 6),
-                        over_text(r.over_after),
-                    ),
-                );
-            }
-            if s.floor_reached {
-                line(&mut out, "        floor reached".to_string());
-            }
-        }
-        out.push('\n');
-        let mut parts = vec![format!("{} tokens", thousands(self.final_total))];
-        if self.units_removed + self.units_truncated + self.units_digested == 0 {
-            parts.push("nothing removed".into());
-        }
-        if self.units_removed > 0 {
-            parts.push(format!("{} unit{} dropped", self.units_removed, plural(self.units_removed)));
-        }
-        if self.units_digested > 0 {
-            parts.push(format!("{} digested", self.units_digested));
-        }
-        if self.units_truncated > 0 {
-            parts.push(format!("{} truncated", self.units_truncated));
-        }
-        for u in &self.untouched {
-            parts.push(format!("{u} untouched"));
-        }
-        if !self.sections.is_empty() {
-            parts.push(if self.floor_reached { "floor reached" } else { "floor not reached" }.into());
-        }
-        parts.push(format!("{} count{}", self.count_calls, plural(self.count_calls)));
-        line(&mut out, format!("send    {}", parts.join(" · ")));
-        out
-    }
 }

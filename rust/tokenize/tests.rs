@@ -27,6 +27,9 @@ fn unknown_encoding_lists_known_ones() {
     let err = TokenCounter::from_encoding_name("gpt2", None).err().unwrap();
     let msg = err.to_string();
     assert!(msg.contains("gpt2") && msg.contains("o200k_base") && msg.contains("cl100k_base"), "{msg}");
+    assert!(!msg.contains("did you mean"), "{msg}");
+    let msg = TokenCounter::from_encoding_name("o200k", None).err().unwrap().to_string();
+    assert!(msg.contains("unknown encoding \"o200k\" (did you mean \"o200k_base\"?)"), "{msg}");
 }
 
 #[test]

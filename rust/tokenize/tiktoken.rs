@@ -26,7 +26,8 @@ impl Encoding {
             "o200k_base" => Ok(Self::O200kBase),
             "cl100k_base" => Ok(Self::Cl100kBase),
             other => Err(CtxError::invalid(format!(
-                "unknown encoding {other:?}; known encodings: {}",
+                "unknown encoding {other:?}{}; known encodings: {}",
+                crate::suggest::hint(other, &KNOWN_ENCODINGS),
                 KNOWN_ENCODINGS.join(", ")
             ))),
         }

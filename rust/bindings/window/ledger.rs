@@ -95,7 +95,13 @@ impl WindowLedger {
     fn __repr__(&self) -> String {
         format!(
             "WindowLedger(fits={}, evictions={}, rewrites={}, truncations={}, refused_duplicates={}, balanced={})",
-            self.fits, self.evictions, self.rewrites, self.truncations, self.refused_duplicates, self.balanced
+            self.fits,
+            self.evictions,
+            self.rewrites,
+            self.truncations,
+            self.refused_duplicates,
+            // A Python repr: `True`, not Rust's `true`.
+            if self.balanced { "True" } else { "False" }
         )
     }
 }

@@ -1,0 +1,145 @@
+//! What each action does to the ladder's state: drop a unit, shorten a body, digest a tool
+//! exchange. Each returns the layers it changed (None when it changed nothing), for the trace's
+//! layer column.
+
+use super::digest::digest_text;
+use super::ladder::Ladder;
+use super::outcome::{DigestRecord, Removal, Taken, Target, Truncation};
+use super::policy::Until;
+use super::segment::{Layer, LayerSet, SegmentData};
+use crate::error::CtxResult;
+use crate::limits::unsigned;
+
+impl Ladder<'_> {
+    pub(super) fn drop_unit(&mut self, u: usize, rung: usize) -> LayerSet {
+        let unit_digest = self.units[u].digest;
+        self.units[u].alive = false;
+        self.live_units -= 1;
+        if let Some(d) = unit_digest {
+            let rec = &self.digests[d];
+            self.layer_sizes[rec.layer.index()] -= rec.tokens;
+            self.sum -= rec.tokens;
+            self.pieces -= 1;
+            let layers = LayerSet::of(&[rec.layer]);
+            self.removals.push(Removal { target: Target::Digest(d), rung, tokens: rec.tokens, action: Taken::Drop });
+            return layers;
+        }
+        let mut layers = LayerSet::default();
+        for i in 0..self.units[u].members.len() {
+            let m = self.units[u].members[i];
+            if !self.seg_alive[m] {
+                continue;
+            }
+            self.seg_alive[m] = false;
+            let t = self.seg_tokens[m];
+            layers.insert(self.segs[m].layer);
+            self.layer_sizes[self.segs[m].layer.index()] -= t;
+            self.sum -= t;
+            self.pieces -= 1;
+            self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action: Taken::Drop });
+        }
+        layers
+    }
+
+    /// Shortens the unit's largest body in the rung's layers to reclaim what the rung still
+    /// needs (the request's excess, or for a cap rung its layer's excess over the cap), never
+    /// below `min_tokens` and never to nothing: a non-empty text keeps at least one token.
+    /// Returns the layer it changed, and whether the minimum held it back.
+    pub(super) fn truncate_unit(
+        &mut self,
+        u: usize,
+        rung: usize,
+        layers: LayerSet,
+        min_tokens: usize,
+        until: Until,
+    ) -> CtxResult<(Option<LayerSet>, bool)> {
+        let Some(&m) = self.units[u]
+            .members
+            .iter()
+            .filter(|&&m| self.seg_alive[m] && layers.contains(self.segs[m].layer))
+            .max_by_key(|&&m| (self.seg_tokens[m], std::cmp::Reverse(m)))
+        else {
+            return Ok((None, false));
+        };
+        let layer = self.segs[m].layer;
+        let before = self.seg_tokens[m];
+        let need = match until {
+            Until::Fits => unsigned(self.over()),
+            Until::Cap => self.cap_excess(layer),
+        };
+        if need == 0 {
+            return Ok((None, false));
+        }
+        if before <= min_tokens {
+            return Ok((None, true));
+        }
+        let limited = before.saturating_sub(need) < min_tokens;
+        // A caller-given count covers more than the text (message framing, say): that overhead
+        // stays with the shortened body.
+        let overhead = match self.segs[m].tokens {
+            Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
+            None => 0,
+        };
+        let text = self.seg_text[m].as_deref().unwrap_or(&self.segs[m].text);
+        // Never to nothing: an empty body is not a shorter message, it is a lost one.
+        let keep = if text.is_empty() { 0 } else { 1 };
+        let target = before.saturating_sub(need).max(min_tokens).saturating_sub(overhead).max(keep);
+        let cut = self.counter.truncate(text, target)?;
+        if cut.is_empty() && !text.is_empty() {
+            return Ok((None, limited));
+        }
+        let after = self.counter.count(&cut)? + overhead;
+        if after >= before {
+            return Ok((None, limited));
+        }
+        self.seg_tokens[m] = after;
+        self.seg_text[m] = Some(cut);
+        self.layer_sizes[layer.index()] -= before - after;
+        self.sum -= before - after;
+        match self.truncations.iter_mut().find(|t| t.index == m) {
+            Some(t) => t.after = after,
+            None => self.truncations.push(Truncation { index: m, rung, before, after }),
+        }
+        Ok((Some(LayerSet::of(&[layer])), limited))
+    }
+
+    /// Replaces a tool exchange by its record when that is smaller.
+    pub(super) fn digest_unit(&mut self, u: usize, rung: usize) -> CtxResult<Option<LayerSet>> {
+        let unit = &self.units[u];
+        if unit.digest.is_some() {
+            return Ok(None);
+        }
+        let alive: Vec<usize> = unit.members.iter().copied().filter(|&m| self.seg_alive[m]).collect();
+        if !alive.iter().any(|&m| self.segs[m].layer == Layer::ToolResult) {
+            return Ok(None);
+        }
+        let members: Vec<&SegmentData> = alive.iter().map(|&m| self.segs[m]).collect();
+        let tokens: Vec<usize> = alive.iter().map(|&m| self.seg_tokens[m]).collect();
+        let ordinal = self.units.iter().take(u + 1).filter(|x| x.exchange).count();
+        let text = digest_text(&members, &tokens, ordinal);
+        let d_tokens = self.counter.count(&text)? + self.framing;
+        let unit_tokens: usize = tokens.iter().sum();
+        // Smaller than what it replaces, joins aside: a record that only pays for itself through
+        // the separators it saves would make the ledger's "digested" negative.
+        if d_tokens >= unit_tokens {
+            return Ok(None);
+        }
+        let layer = self.segs[alive[0]].layer;
+        let mut layers = LayerSet::default();
+        for &m in &alive {
+            self.seg_alive[m] = false;
+            let t = self.seg_tokens[m];
+            layers.insert(self.segs[m].layer);
+            self.layer_sizes[self.segs[m].layer.index()] -= t;
+            self.sum -= t;
+            self.pieces -= 1;
+            self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action: Taken::Digest });
+        }
+        self.digests.push(DigestRecord { members: alive, text, tokens: d_tokens, layer, rung });
+        self.units[u].digest = Some(self.digests.len() - 1);
+        self.layer_sizes[layer.index()] += d_tokens;
+        self.sum += d_tokens;
+        self.pieces += 1;
+        Ok(Some(layers))
+    }
+}
