@@ -131,22 +131,18 @@ def test_a_round_is_one_unit_with_its_parallel_results(enc: Any) -> None:
     assert groups and all(g.startswith("ex1.round") for g in groups), groups
 
 
-def test_adapters_name_messages_in_the_trace_when_the_core_can(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Contract 1: the adapters pass input_name="messages" to a core whose fit takes it."""
-    seen: list[dict[str, Any]] = []
-    real = _payload.fit
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(dict(kwargs))
-        kwargs.pop("input_name", None)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(_payload, "fit", spy)
-    monkeypatch.setattr(_payload, "_FIT_TAKES_INPUT_NAME", True)
-    openai.fit_messages([{"role": "user", "content": "hi"}], 100)
-    monkeypatch.setattr(_payload, "_FIT_TAKES_INPUT_NAME", False)
-    openai.fit_messages([{"role": "user", "content": "hi"}], 100)
-    assert seen[0].get("input_name") == "messages" and "input_name" not in seen[1]
+def test_adapters_name_messages_in_the_trace_and_in_unfittable() -> None:
+    """Contract 1: the adapters pass input_name="messages", so the trace and Unfittable name
+    message positions, not exchange groups."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "rules " * 5}]
+    for k in range(4):
+        msgs += [{"role": "user", "content": f"question {k} " * 40}, {"role": "assistant", "content": f"answer {k} " * 40}]
+    msgs.append({"role": "user", "content": "now?"})
+    _, fit = openai.fit_messages(msgs, 260, policy="context_window")
+    assert fit.evicted and "messages[1..2]" in fit.explain(), fit.explain()
+    with pytest.raises(Unfittable) as e:
+        openai.fit_messages(msgs, 12, policy="context_window")
+    assert "messages[0]" in str(e.value) and "<reply priming>" in str(e.value), str(e.value)
 
 
 # ----------------------------------------------------------------------------------------------

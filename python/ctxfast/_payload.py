@@ -66,17 +66,6 @@ from ctxfast._rounds import assign_units as assign_units
 from ctxfast._rounds import place as place
 from ctxfast._rounds import replace_at
 
-#: Whether this core's ``fit`` takes ``input_name=`` (trace rows and ``Unfittable`` then name units
-#: by the message positions they cover). Checked once; the keyword arrives with the same release
-#: as this module's callers expect, so the check goes once every core has it.
-try:
-    import inspect as _inspect
-
-    _FIT_TAKES_INPUT_NAME = "input_name" in _inspect.signature(fit).parameters
-except (TypeError, ValueError):  # no text signature: assume the older core
-    _FIT_TAKES_INPUT_NAME = False
-
-
 class Origin(NamedTuple):
     """Where a counted string (or a piece of one) came from, for error messages."""
 
@@ -192,9 +181,8 @@ def fit_messages(
         at += len(p.counted)
     if not any(isinstance(p, Message) or cost + p.tokens > 0 for p, cost in zip(parts, costs)):
         raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
-    options: dict[str, Any] = {"framing": digest_framing}
-    if _FIT_TAKES_INPUT_NAME:
-        options["input_name"] = "messages"
+    # input_name: trace rows and Unfittable name units by the message positions they cover.
+    options: dict[str, Any] = {"framing": digest_framing, "input_name": "messages"}
     frozen: set[int] = set()
     while True:
         result = fit(_segments(parts, costs, frozen), resolve_budget(budget), resolve_policy(policy), tok, **options)
