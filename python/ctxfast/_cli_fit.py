@@ -178,7 +178,14 @@ def _report_unfittable(
                   "ceiling": getattr(e, "ceiling", None), "total": getattr(e, "total", None),
                   "shortfall": getattr(e, "shortfall", None), "trace_text": trace}
         io.show(console, json.dumps(failed, ensure_ascii=False, indent=2))
-    elif not o.quiet:
+    # The engine's message: a first line (the shortfall), the protected parts by layer, and a
+    # generic remedy. The error stays one line (the first, with the command line's own remedy);
+    # the breakdown goes with the trace, where a reader at a terminal looks.
+    first, *details = str(e).splitlines() or [""]
+    details = [d for d in details if d.strip()]
+    cut = next((k for k, d in enumerate(details) if d.startswith("to fit:")), len(details))
+    details = details[:cut]
+    if not o.quiet and not o.as_json:
         for line in header:
             io.say(console, line)
         if trace is not None:
@@ -186,7 +193,9 @@ def _report_unfittable(
             io.show(console, text.rstrip("\n"))
             if extra:
                 io.say(console, extra)
-    message = str(e)
+        if details:
+            io.show(console, "\n".join(details))
+    message = first
     if not message.startswith(("cannot fit", "does not fit")):
         message = "does not fit: " + message
     io.fail(f"{name}: {message}", hint=_unfittable_hint(e, o, reserve, note or ""))

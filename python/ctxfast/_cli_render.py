@@ -140,6 +140,8 @@ def _index(meta: Any) -> int | None:
 def _names(seg: Any, label: str) -> bool:
     """Whether a trace label (group, else key, else ``#position``) names this segment."""
     index = _index(seg.meta)
+    if index is not None and index in (_parse_label(label) or ()):
+        return True  # the adapters' ``messages[a..b]``: the unit's span holds this message
     return label in (seg.group, seg.key) or (index is not None and label == f"#{index}")
 
 
@@ -196,8 +198,10 @@ def row_messages(rows: Sequence[dict[str, Any]], evicted: Sequence[Eviction], tr
                     found += covered.get(group, [])
             if row.get("action") == "digest" and group is not None:
                 covered[group] = sorted(set(found))
-        elif row.get("action") == "truncate" and parsed is None:
+        elif row.get("action") == "truncate":
+            # A truncate row names its unit, but shortened one body of it: that body's position.
             found = _truncated_at(label, str(row.get("rung")), pending, evicted, used)
+            parsed = None
         out.append(parsed if parsed is not None else sorted(set(found)))
     return out
 
