@@ -206,3 +206,15 @@ def test_user_messages_adjacent_in_the_input_are_not_merged(enc: Any) -> None:
             {"role": "user", "content": "second part of the question"}]
     out, fit = anthropic.fit_messages(None, msgs, 60)
     assert fit.evicted and out == msgs[2:] and out[0] is msgs[2] and out[1] is msgs[3]
+
+
+def test_an_adapter_fit_that_removed_something_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
+    """Report #13: a serving team sees each fit that evicted, on the ``ctxfast`` logger."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": f"question {k} " * 40} for k in range(3)]
+    with caplog.at_level("INFO", logger="ctxfast"):
+        openai.fit_messages(msgs, 10_000)
+        assert caplog.records == []  # everything fitted: nothing to say
+        openai.fit_messages(msgs, 200, policy="context_window")
+    assert len(caplog.records) == 1, caplog.records
+    line = caplog.records[0].getMessage()
+    assert line.startswith("ctxfast fit: 3 -> ") and "removed" in line and "conversation.oldest_first" in line, line

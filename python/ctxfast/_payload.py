@@ -39,6 +39,7 @@ and a failing counter stays a ``CounterError``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Union
@@ -65,6 +66,11 @@ from ctxfast._rounds import assign_exchanges as assign_exchanges
 from ctxfast._rounds import assign_units as assign_units
 from ctxfast._rounds import place as place
 from ctxfast._rounds import replace_at
+
+#: One INFO line per adapter fit that removed anything (``logging.getLogger("ctxfast")``); a fit
+#: that kept everything logs nothing, and the line is only built when INFO is enabled.
+log = logging.getLogger("ctxfast")
+
 
 class Origin(NamedTuple):
     """Where a counted string (or a piece of one) came from, for error messages."""
@@ -212,7 +218,20 @@ def fit_messages(
             out.append(with_text(messages[index], path, cut[index]))
         else:
             out.append(messages[index])
+    if (result.evicted or result.truncated) and log.isEnabledFor(logging.INFO):
+        _log_fit(len(messages), len(out), result)
     return out, result
+
+
+def _log_fit(sent: int, kept: int, result: Fit) -> None:
+    ledger = result.ledger
+    log.info(
+        "ctxfast fit: %d -> %d messages, %d tokens under a ceiling of %d; removed %d tokens "
+        "(evicted %d, digested %d, truncated %d) by %s",
+        sent, kept, result.total, result.ceiling, ledger.removed,
+        ledger.evicted_recoverable + ledger.evicted_dispensable, ledger.digested, ledger.truncated,
+        ", ".join(result.rungs_fired) or "no rung",
+    )
 
 
 def _segments(parts: list[Message | Fixed], costs: list[int], frozen: set[int]) -> list[Segment]:
