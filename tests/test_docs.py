@@ -59,10 +59,13 @@ def _members(body: list[ast.stmt], prefix: str = "") -> dict[str, str]:
     """``name -> docstring`` for every def, class and annotated attribute in ``body``.
 
     An attribute's docstring is the string literal right after it (the convention editors
-    read); a missing docstring is recorded as "".
+    read); a missing docstring is recorded as "". An overloaded function is documented by its
+    first overload (the others say "as above").
     """
     out: dict[str, str] = {}
     for i, node in enumerate(body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and prefix + node.name in out:
+            continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out[prefix + node.name] = ast.get_docstring(node) or ""
             if isinstance(node, ast.ClassDef):
