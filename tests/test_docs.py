@@ -380,7 +380,7 @@ def test_help_renders_classes_with_their_methods() -> None:
     for method in (ContextWindow.admit, ContextWindow.fit, ContextWindow.rewrite):
         assert (method.__doc__ or "").strip().splitlines()[0] in page
     page = pydoc.render_doc(Budget, renderer=pydoc.plaintext)
-    assert (Budget.__doc__ or "").strip() in page
+    assert _squeezed((Budget.__doc__ or "").strip()) in _squeezed(page)
 
 
 def test_help_renders_the_package() -> None:

@@ -41,6 +41,8 @@ README_PRELUDE = textwrap.dedent(
     from dataclasses import dataclass
     from typing import Any
 
+    import ctxfast
+
 
     @dataclass
     class _Chunk:
@@ -61,6 +63,7 @@ README_PRELUDE = textwrap.dedent(
     chunks: list[_Chunk]
     retrieved: list[_Chunk]
     history: list[_Turn]
+    segments: list[ctxfast.Segment]
     messages: list[Any]
     tools: list[dict[str, Any]]
     system: str
@@ -83,11 +86,13 @@ def _readme_blocks() -> list[tuple[int, str]]:
     i = 0
     while i < len(lines):
         if lines[i].strip() == "```python":
+            indent = len(lines[i]) - len(lines[i].lstrip())  # a block inside a list item
             start = i + 1
             end = start
             while lines[end].strip() != "```":
                 end += 1
-            blocks.append((start + 1, "\n".join(lines[start:end]) + "\n"))
+            code = [line[indent:] for line in lines[start:end]]
+            blocks.append((start + 1, "\n".join(code) + "\n"))
             i = end
         i += 1
     return blocks

@@ -635,14 +635,15 @@ class Policy:
         """
     @staticmethod
     def agent(keep_last: int | None = None) -> Policy:
-        """The adapters' default, for agent transcripts.
+        """The adapters' default, for agent transcripts: old tool exchanges are digested, then
+        dropped, oldest first, keeping the last ``keep_last`` exchanges (2 by default).
 
         Old tool exchanges (or tool rounds of an agent loop) are replaced by their digests,
         oldest first, then dropped, oldest first; both rungs keep the last ``keep_last``
-        exchanges (2 by default) verbatim. Only then are those last exchanges digested, then
-        dropped, and then retrieved material goes, lowest score first. A digest summarises
-        tool arguments and results to a bounded length. A tool call never loses its result:
-        the exchange goes whole, or is replaced whole by its record.
+        exchanges verbatim. Only then are those last exchanges digested, then dropped, and
+        then retrieved material goes, lowest score first. A digest summarises tool arguments
+        and results to a bounded length. A tool call never loses its result: the exchange
+        goes whole, or is replaced whole by its record.
 
         Raises:
             InvalidArgumentError: ``keep_last`` is negative.
