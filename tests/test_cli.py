@@ -136,8 +136,11 @@ def test_fit_openai_writes_a_valid_payload(tmp_path: Path, policy: str) -> None:
     assert out["messages"][0] == data["messages"][0] and out["messages"][-1] == data["messages"][-1]
     assert fit.total <= window - reserve
     lines = squash(proc.stdout)
-    assert lines[0] == f"ceiling {window - reserve:,} (window {window:,} − reserve {reserve:,})"
-    assert lines[1].startswith("start ")
+    # The header says which format and encoding were used, and why (the payload names gpt-4o).
+    assert lines[0].startswith("format openai, detected by model 'gpt-4o'")
+    assert lines[1] == "encoding o200k_base, the encoding of 'gpt-4o'"
+    assert lines[2] == f"ceiling {window - reserve:,} (window {window:,} − reserve {reserve:,})"
+    assert lines[3].startswith("start ")
     assert any(line.startswith("send ") for line in lines)
     assert lines[-1] == f"wrote out.json ({len(messages)} messages, {fit.total:,} tokens)"
     assert f"occupancy (ceiling {window - reserve:,})" in proc.stdout
@@ -296,17 +299,19 @@ ERROR_CASES = {
     "not an object": ("42", ["--window", "1000"], ["payload.json", "'messages'"]),
     "object without messages": ('{"model": "gpt-4o"}', ["--window", "1000"], ["payload.json", "'messages'"]),
     "messages not a list": ('{"messages": "hi"}', ["--window", "1000"], ["payload.json", "messages"]),
+    "empty messages": ("[]", ["--window", "1000"], ["payload.json", "'messages' is empty"]),
     "message without role": (json.dumps({"messages": [{"role": "user", "content": "a"}, {"content": "b"}]}),
                              ["--window", "1000"], ["payload.json", "messages[1]", "role"]),
+    # A system role is an OpenAI signal, the top-level system an Anthropic one: --format settles it.
     "anthropic bad role": (json.dumps({"system": "s", "messages": [{"role": "system", "content": "x"}]}),
-                           ["--window", "1000"], ["messages[0].role"]),
+                           ["--window", "1000", "--format", "anthropic"], ["messages[0].role"]),
     "unknown preset": (json.dumps(GOOD), ["--window", "1000", "--policy", "nope"], ["unknown policy preset", "nope"]),
+    # The engine words the shortfall; the CLI names the payload and adds a remedy for its options.
     "unfittable": (json.dumps(BIG_SYSTEM), ["--window", "300", "--reserve", "100"],
-                   ["does not fit", "ceiling of 200", "short by"]),
+                   ["payload.json: ", "200", "413", "hint: raise --window to 713 or more"]),
     "reserve = window": (json.dumps(GOOD), ["--window", "100", "--reserve", "100"], ["reserve"]),
     "unknown encoding": (json.dumps(GOOD), ["--window", "1000", "--encoding", "p50k"], ["p50k"]),
     "missing policy file": (json.dumps(GOOD), ["--window", "1000", "--policy", "missing.toml"], ["missing.toml"]),
-    "bad policy file": (json.dumps(GOOD), ["--window", "1000", "--policy", "bad.toml"], ["bad.toml", "line 2"]),
     "not UTF-8": (b"\xff\xfe{}", ["--window", "1000"], ["payload.json", "cannot read"]),
 }
 
@@ -322,7 +327,9 @@ def test_fit_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, case: str)
     (tmp_path / "bad.toml").write_text('name = "x"\n[[rungs]\n', encoding="utf-8")
     before = listing(tmp_path)
     proc = run(tmp_path, "fit", name, *extra, "-o", "out.json")
-    assert_one_line_error(proc, *needles)
+    # Changed (report #10): an Unfittable prints what it tried (the header, the failed
+    # attempt's trace) on stdout; stderr still has the one error line.
+    assert_one_line_error(proc, *needles, stdout_empty=case != "unfittable")
     assert listing(tmp_path) == before, "an output or temporary file was left behind"
 
 
@@ -334,7 +341,9 @@ def test_failed_run_leaves_an_existing_output_alone(tmp_path: Path, case: str) -
     out.write_text('{"messages": ["the previous good result"]}\n', encoding="utf-8")
     stat = out.stat()
     proc = run(tmp_path, "fit", "payload.json", *extra, "-o", "out.json")
-    assert_one_line_error(proc, *needles)
+    # Changed (report #10): an Unfittable prints what it tried (the header, the failed
+    # attempt's trace) on stdout; stderr still has the one error line.
+    assert_one_line_error(proc, *needles, stdout_empty=case != "unfittable")
     assert out.read_text(encoding="utf-8") == '{"messages": ["the previous good result"]}\n'
     assert out.stat().st_mtime_ns == stat.st_mtime_ns
     assert listing(tmp_path) == ["out.json", "payload.json"]
@@ -343,7 +352,8 @@ def test_failed_run_leaves_an_existing_output_alone(tmp_path: Path, case: str) -
 def test_output_into_a_missing_directory(tmp_path: Path) -> None:
     write(tmp_path / "p.json", GOOD)
     proc = run(tmp_path, "fit", "p.json", "--window", "1000", "-o", "no/such/dir/out.json")
-    assert_one_line_error(proc, "no/such/dir/out.json", "cannot write", stdout_empty=False)
+    # Changed (report #9): the check comes before the trace is printed, so stdout stays empty.
+    assert_one_line_error(proc, "no/such/dir/out.json", "cannot write")
     assert listing(tmp_path) == ["p.json"]
 
 
@@ -351,8 +361,42 @@ def test_count_bad_input(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("fine", encoding="utf-8")
     (tmp_path / "b.bin").write_bytes(b"\xff\xfe\x00")
     assert_one_line_error(run(tmp_path, "count", "a.txt", "nope.txt"), "nope.txt", "no such file")
-    assert_one_line_error(run(tmp_path, "count", "a.txt", "b.bin"), "b.bin", "UTF-8")
-    assert_one_line_error(run(tmp_path, "count", "a.txt", "--encoding", "nope"), "nope")
+    assert_one_line_error(run(tmp_path, "count", "a.txt", "--encoding", "nope"), "--encoding nope")
+
+
+def test_count_skips_binary_and_non_utf8_files_and_says_so(tmp_path: Path) -> None:
+    """Changed (issue 10, report #19): a binary or non-UTF-8 file, named or found in a folder,
+    is listed as skipped with the reason instead of aborting the whole count."""
+    (tmp_path / "a.txt").write_text("fine", encoding="utf-8")
+    (tmp_path / "b.bin").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "c.txt").write_bytes(b"caf\xe9")
+    proc = run(tmp_path, "count", "a.txt", "b.bin", "c.txt")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert squash(proc.stdout) == [
+        f"{Tokenizer.default().count('fine')} a.txt",
+        "skipped b.bin (binary)",
+        "skipped c.txt (not UTF-8)",
+        f"{Tokenizer.default().count('fine')} total (1 file, 2 skipped, o200k_base)",
+    ]
+
+
+def test_a_policy_toml_error_keeps_its_caret_diagram(tmp_path: Path) -> None:
+    """Regression (report #9): the parser's multi-line message was squashed onto one line."""
+    from ctxfast import CtxfastError
+
+    write(tmp_path / "p.json", GOOD)
+    (tmp_path / "bad.toml").write_text('name = "x"\n[[rungs]\n', encoding="utf-8")
+    proc = run(tmp_path, "fit", "p.json", "--window", "1000", "--policy", "bad.toml", "-o", "out.json")
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    with pytest.raises(CtxfastError) as info:
+        Policy.from_toml(tmp_path / "bad.toml")
+    own = str(info.value).strip("\n").splitlines()
+    assert len(own) > 2, "the parser's message has a diagram"
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("ctxfast: error: --policy: bad.toml: ") and "line 2" in lines[0]
+    assert lines[1:] == [line.rstrip() for line in own[1:]]
+    assert any(line.rstrip().endswith("^") for line in lines)
+    assert listing(tmp_path) == ["bad.toml", "p.json"]
 
 
 def test_policy_show_unknown(tmp_path: Path) -> None:

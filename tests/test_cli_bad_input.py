@@ -59,7 +59,10 @@ def test_f14_five_thousand_digit_int(tmp_path: Path, field: str) -> None:
 
 @pytest.mark.parametrize("tools", ["5", "true", '"read"', "{}"])
 def test_f14_tools_of_the_wrong_type(tmp_path: Path, tools: str) -> None:
-    fit_fails(tmp_path, '{"messages": [{"role": "user", "content": "x"}], "tools": %s}' % tools, "p.json", "tools")
+    # "model" says OpenAI: a payload without any format signal is refused before the adapter
+    # sees its tools (issue 10, report #3).
+    fit_fails(tmp_path, '{"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}], "tools": %s}' % tools,
+              "p.json", "tools")
 
 
 def test_anthropic_tools_and_system_of_the_wrong_type(tmp_path: Path) -> None:
@@ -74,7 +77,7 @@ def nested(levels: int) -> str:
 @pytest.mark.parametrize(
     "payload,needle",
     [
-        ('{"messages": [{"role": "user", "content": [%s]}]}' % nested(500), "messages[0].content[0]"),
+        ('{"model": "gpt-4o", "messages": [{"role": "user", "content": [%s]}]}' % nested(500), "messages[0].content[0]"),
         ('{"messages": [{"role": %s, "content": "x"}]}' % nested(500), "messages[0]"),
         ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": null, "tool_calls": '
          '[{"id": "a", "function": {"name": %s, "arguments": "{}"}}]}]}' % nested(500),
@@ -105,8 +108,8 @@ def test_surrogate_in_a_tool_is_one_line(tmp_path: Path) -> None:
 
 def test_surrogate_in_an_uncounted_field_is_still_written(tmp_path: Path) -> None:
     # A "\ud800" escape in a field no adapter reads has no UTF-8 form: the output is escaped JSON.
-    (tmp_path / "p.json").write_text('{"messages": [{"role": "user", "content": "x"}], "extra": "\\ud800"}',
-                                     encoding="utf-8")
+    (tmp_path / "p.json").write_text('{"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}], '
+                                     '"extra": "\\ud800"}', encoding="utf-8")
     proc = run(tmp_path, "fit", "p.json", "--window", "1000", "-o", "out.json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["extra"] == "\ud800"
@@ -114,7 +117,8 @@ def test_surrogate_in_an_uncounted_field_is_still_written(tmp_path: Path) -> Non
 
 
 def test_output_onto_the_input_still_ends_complete(tmp_path: Path) -> None:
-    payload = {"messages": [U, {"role": "assistant", "content": "hi " * 500}, {"role": "user", "content": "now?"}]}
+    payload = {"model": "gpt-4o",
+               "messages": [U, {"role": "assistant", "content": "hi " * 500}, {"role": "user", "content": "now?"}]}
     (tmp_path / "p.json").write_text(json.dumps(payload), encoding="utf-8")
     proc = run(tmp_path, "fit", "p.json", "--window", "100", "-o", "p.json")
     assert proc.returncode == 0, proc.stderr

@@ -698,7 +698,9 @@ impl Driver {
                         format!("fit {:?} {:?} {}", f.ids, f.outcome, f.stable_prefix_tokens)
                     }
                     Err(e) => {
-                        ensure!(self.strict, matches!(e, CtxError::Unfittable(_)), "window fit failed with {e:?}");
+                        // Unfittable, or the documented refusal at the lifetime limits.
+                        let lifetime = matches!(&e, CtxError::InvalidArgument(m) if m.contains("in its lifetime"));
+                        ensure!(self.strict, lifetime || matches!(e, CtxError::Unfittable(_)), "window fit failed with {e:?}");
                         ensure_eq!(self.strict, state(w), before, "a failed fit changed the window");
                         format!("fit error {e:?}")
                     }

@@ -262,8 +262,9 @@ def check_tool_pairs(
             )
             raise InvalidArgumentError(
                 f"{_label(result, result_field)} answers the call in {match.where}, but messages[{k}] "
-                f"({between(k)}) stands between them: a tool result must follow its call with no user "
-                "message between, so ctxfast refuses the payload rather than keep one without the other"
+                f"({between(k)}) stands between them: a tool result must follow its call, with no user "
+                "message or later tool call between them, so ctxfast refuses the payload rather than keep "
+                "one without the other"
             )
 
 

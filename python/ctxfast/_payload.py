@@ -11,7 +11,9 @@ does a truncated message (a copy with shorter text).
 Grouping is what keeps a payload valid. An exchange runs from a user message through every
 assistant and tool message that follows it, up to the next user message. It is one eviction unit,
 so a tool call never loses its result: the exchange leaves whole, or a digest replaces it whole.
-Everything from the last user message onward is the current turn, which is protected.
+The last exchange is the current turn, which is protected; in an agent loop (one ask, then many
+tool rounds) only the ask and the newest round are, and each older round is a unit of its own
+(``_rounds``: the rule, and the one truncatable string each message gives the ladder).
 
 Tool calls and results are paired by id (OpenAI ``tool_calls[k].id`` / ``tool_call_id``,
 Anthropic ``tool_use.id`` / ``tool_result.tool_use_id``, LangChain ``tool_calls[k]["id"]`` /
@@ -59,6 +61,20 @@ from ctxfast._fields import preview as preview
 from ctxfast._fields import sequence_arg as sequence_arg
 from ctxfast._fields import text as text
 from ctxfast._fields import tool_id as tool_id
+from ctxfast._rounds import assign_exchanges as assign_exchanges
+from ctxfast._rounds import assign_units as assign_units
+from ctxfast._rounds import place as place
+from ctxfast._rounds import replace_at
+
+#: Whether this core's ``fit`` takes ``input_name=`` (trace rows and ``Unfittable`` then name units
+#: by the message positions they cover). Checked once; the keyword arrives with the same release
+#: as this module's callers expect, so the check goes once every core has it.
+try:
+    import inspect as _inspect
+
+    _FIT_TAKES_INPUT_NAME = "input_name" in _inspect.signature(fit).parameters
+except (TypeError, ValueError):  # no text signature: assume the older core
+    _FIT_TAKES_INPUT_NAME = False
 
 
 class Origin(NamedTuple):
@@ -83,7 +99,7 @@ class Message:
     index: int
     layer: PromptLayer
     group: str | None
-    #: What a digest summarises and a truncate rung shortens (the message's main text).
+    #: What a digest previews and a truncate rung shortens: the message's longest text field.
     text: str
     #: Every string the provider renders for this message (text included), each tokenized.
     counted: list[str] = field(default_factory=list)
@@ -93,6 +109,9 @@ class Message:
     #: Where each of ``counted`` came from (parallel to it), or None: see ``fit_messages``'s
     #: ``origins_of``, else the message as a whole.
     origins: list[Where] | None = None
+    #: Where ``text`` is in the message (keys and indices from the message down), or None when
+    #: the message has no text to shorten. ``text`` must also be one of ``counted``, whole.
+    path: tuple[Any, ...] | None = None
 
 
 @dataclass
@@ -132,55 +151,6 @@ def resolve_budget(budget: Budget | int) -> Budget:
     )
 
 
-def assign_exchanges(
-    roles: Sequence[str],
-    starts_exchange: Callable[[int], bool],
-    pin_first_user: bool,
-) -> tuple[list[str | None], int | None, int | None]:
-    """Group indices into exchanges: returns (group per message, current-turn start, pinned index).
-
-    ``roles[i]`` is "system", "user" or anything else; ``starts_exchange(i)`` says whether a user
-    message opens a new exchange (a message holding only tool results does not).
-    """
-    groups: list[str | None] = []
-    n = 0
-    current_start = None
-    first_user = None
-    for i, role in enumerate(roles):
-        if role == "system":
-            groups.append(None)
-            continue
-        if role == "user" and starts_exchange(i):
-            n += 1
-            current_start = i
-            if first_user is None:
-                first_user = i
-        groups.append(f"ex{n}")
-    pinned = first_user if pin_first_user and first_user != current_start else None
-    return groups, current_start, pinned
-
-
-def place(
-    i: int,
-    groups: list[str | None],
-    current: int | None,
-    pinned: int | None,
-    *,
-    system: bool,
-    tool_result: bool,
-) -> tuple[PromptLayer, str | None]:
-    """The layer and eviction group of message `i`: system, the current turn (from the last
-    exchange-opening user message on), the pinned first user message, a tool result, or
-    conversation. System and pinned messages stand alone; the rest belong to their exchange."""
-    if system:
-        return PromptLayer.SYSTEM, None
-    if current is not None and i >= current:
-        return PromptLayer.CURRENT_TURN, groups[i]
-    if i == pinned:
-        return PromptLayer.PINNED, None
-    return (PromptLayer.TOOL_RESULT if tool_result else PromptLayer.CONVERSATION), groups[i]
-
-
 def fit_messages(
     messages: Sequence[Any],
     records: list[Message],
@@ -191,20 +161,21 @@ def fit_messages(
     *,
     digest_framing: int,
     make_digest: Callable[[str], Any] | None = None,
-    with_text: Callable[[Any, str], Any] | None = None,
+    with_text: Callable[[Any, tuple[Any, ...], str], Any] | None = None,
     origins_of: Callable[[int], list[Where]] | None = None,
 ) -> tuple[list[Any], Fit]:
     """Count every string in one batch, fit once, and rebuild the message list.
 
     ``fixed`` holds the parts that are always sent (tool schemas, reply priming); their strings
     join the same batch. ``make_digest(text)`` builds the provider message that stands in for
-    a digested exchange, and ``with_text(message, text)`` copies a message with shorter text;
-    both default to the dict messages OpenAI and Anthropic share (a plain user message; a copy
-    with new ``content``). ``origins_of(i)`` gives where each counted string of message `i` came
-    from, for a message whose record has no ``origins``: computed only to word an error.
+    a digested unit, and ``with_text(message, path, text)`` copies a message with the string at
+    ``path`` (its record's ``path``) shortened to ``text``; both default to the dict messages
+    OpenAI and Anthropic share (a plain user message; ``replace_at``). ``origins_of(i)`` gives
+    where each counted string of message `i` came from, for a message whose record has no
+    ``origins``: computed only to word an error.
     """
     make_digest = make_digest or (lambda text: {"role": "user", "content": text})
-    with_text = with_text or (lambda m, text: {**m, "content": text})
+    with_text = with_text or replace_at
     if not records:
         raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
     tok = resolve_tokenizer(tokenizer)
@@ -214,27 +185,31 @@ def fit_messages(
         counts: Sequence[int] = tok.count_many(strings).tolist() if strings else []
     except TextEncodingError as e:
         raise _locate(e, parts, origins_of) from e
-    segments: list[Segment] = []
+    costs: list[int] = []
     at = 0
     for p in parts:
-        cost = int(sum(counts[at : at + len(p.counted)]))
+        costs.append(int(sum(counts[at : at + len(p.counted)])))
         at += len(p.counted)
-        if isinstance(p, Message):
-            meta = dict(p.meta or {})
-            meta["index"] = p.index
-            segments.append(Segment(p.text, p.layer, group=p.group, tokens=cost + p.framing, meta=meta))
-        elif cost + p.tokens > 0:
-            segments.append(Segment(p.label, p.layer, tokens=cost + p.tokens, meta={"fixed": p.label}))
-    if not segments:
+    if not any(isinstance(p, Message) or cost + p.tokens > 0 for p, cost in zip(parts, costs)):
         raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
-    result = fit(
-        segments,
-        resolve_budget(budget),
-        resolve_policy(policy),
-        tok,
-        framing=digest_framing,
-    )
-    text_of = {r.index: r.text for r in records}
+    options: dict[str, Any] = {"framing": digest_framing}
+    if _FIT_TAKES_INPUT_NAME:
+        options["input_name"] = "messages"
+    frozen: set[int] = set()
+    while True:
+        result = fit(_segments(parts, costs, frozen), resolve_budget(budget), resolve_policy(policy), tok, **options)
+        # A text cut to nothing or to whitespace alone (providers reject an empty text block; the
+        # core never cuts a text to empty, but its first token can be whitespace) is answered by
+        # fitting again with that message's text off limits. Rare, and bounded by the messages.
+        cut: dict[int, str] = {}
+        for t in result.truncated:
+            meta = t.segment.meta
+            if isinstance(meta, dict) and isinstance(meta.get("index"), int):
+                cut[meta["index"]] = t.segment.text
+        emptied = {i for i, text in cut.items() if not text.strip() and i not in frozen and records[i].text.strip()}
+        if not emptied:
+            break
+        frozen |= emptied
     out: list[Any] = []
     for seg in result.kept:
         meta = seg.meta if isinstance(seg.meta, dict) else {}
@@ -243,11 +218,28 @@ def fit_messages(
         index = meta.get("index")
         if index is None:
             out.append(make_digest(seg.text))
-        elif seg.text == text_of.get(index):
-            out.append(messages[index])
+            continue
+        path = records[index].path
+        if index in cut and path is not None and cut[index] != records[index].text:
+            out.append(with_text(messages[index], path, cut[index]))
         else:
-            out.append(with_text(messages[index], seg.text))
+            out.append(messages[index])
     return out, result
+
+
+def _segments(parts: list[Message | Fixed], costs: list[int], frozen: set[int]) -> list[Segment]:
+    """One segment per message (its segment index is its message index: records come first, in
+    order), then one per fixed part that costs anything. A frozen message offers no text."""
+    segments: list[Segment] = []
+    for p, cost in zip(parts, costs):
+        if isinstance(p, Message):
+            meta = dict(p.meta or {})
+            meta["index"] = p.index
+            text = "" if p.index in frozen else p.text
+            segments.append(Segment(text, p.layer, group=p.group, tokens=cost + p.framing, meta=meta))
+        elif cost + p.tokens > 0:
+            segments.append(Segment(p.label, p.layer, tokens=cost + p.tokens, meta={"fixed": p.label}))
+    return segments
 
 
 def _locate(

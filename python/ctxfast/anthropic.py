@@ -7,31 +7,55 @@ counts text with the embedded o200k_base vocabulary. Pass ``tokenizer=`` to use 
 closer, such as a callable backed by your own calibration. On top of the text:
 
 - each message costs ``TOKENS_PER_MESSAGE`` (3) framing tokens (uncalibrated);
-- ``tool_use`` blocks count their name and their JSON input; ``tool_result`` blocks count
-  their content;
+- the known block types (``BLOCK_TYPES``) each have a rule: ``text`` counts its text;
+  ``tool_use``, ``server_tool_use`` and ``mcp_tool_use`` their name and JSON input;
+  ``tool_result`` its content (a string, or text / image / document / search_result blocks);
+  ``search_result`` its title, source and text blocks; a ``document`` its title, context and,
+  for a plain-text source, its text (other documents, PDFs, are estimated at
+  ``IMAGE_TOKENS``); ``image`` counts ``IMAGE_TOKENS`` (1,600, a large image); ``thinking`` and
+  ``redacted_thinking`` count nothing (the API drops earlier turns' thinking); the server-side
+  results (``web_search_tool_result``, ``web_fetch_tool_result``, the code-execution results,
+  ``mcp_tool_result``, ``container_upload``) count their JSON text, an estimate. Any other
+  type is refused (``InvalidArgumentError`` naming ``messages[i].content[j]``);
 - with ``tools``, each tool counts its JSON schema. When you pass ``model=``, the tool-use
   system prompt Anthropic documents for that model is added (``TOOL_SYSTEM_PROMPT``, from its
-  2026 table);
-- images count ``IMAGE_TOKENS`` (1,600, a large image).
+  2026 table).
 
 Leave a margin in ``Budget.reserve`` for the difference.
 
+Shapes that would be miscounted are refused before counting (``ctxfast._shapes``): a role
+other than user/assistant (with a "did you mean"; ``system`` is the separate argument), a
+message field other than ``role`` and ``content`` that holds text, an OpenAI Chat, Responses API
+or Gemini message.
+
 What is guaranteed:
 
-- a ``tool_result`` never precedes its ``tool_use``: the exchange holding them leaves whole, or
-  a digest replaces it whole;
-- ``system`` and the current turn are never dropped;
-- the payload still starts with a user message.
+- a ``tool_result`` never precedes its ``tool_use``: the unit holding them leaves whole, or a
+  digest replaces it whole;
+- ``system`` and the current turn are never dropped. In an agent loop (one ask, then rounds of a
+  ``tool_use`` message and its ``tool_result`` message) the current turn is the ask and the
+  newest round; each older round is a unit of its own, digested or dropped oldest first
+  (``ctxfast._rounds``);
+- the payload starts with a user message, and roles alternate as they did in the input: where
+  the fit puts two user messages side by side (a digest, a user message in itself, next to
+  another user message; a pinned first message whose exchange left), the later one is merged
+  into the earlier as text blocks, in a copy (a string content becomes a text block; text never
+  goes before ``tool_result`` blocks). A merged digest's 3 tokens of message framing are no
+  longer sent, so ``fit.total`` is then an upper bound of what is sent, by 3 per merge;
+- a truncate rung shortens one string of a message, its longest text (a text block, a
+  ``tool_result``'s content or a text block inside it), in a copy: ``tool_use`` and
+  ``tool_result`` blocks, ids, images and the other blocks stay as they were, and no message or
+  text block is left empty.
 
 ``tool_use`` and ``tool_result`` blocks are paired by id (``tool_use.id`` and
 ``tool_result.tool_use_id``). A user message holding a ``tool_result`` continues the exchange
-of its call. A result whose call is in an earlier exchange (a user message without results
-stands between them), a result that answers no earlier ``tool_use`` or answers one a second time,
-and a ``tool_use`` id used twice are refused with ``InvalidArgumentError`` naming the blocks: the
-API rejects such a payload anyway, and refusing it (rather than merging exchanges) means every
-fitted request keeps each result with its call. A ``tool_use`` without a result at the end is
-fine. Blocks without ids are grouped by position, as before (and when no ``tool_use`` has an
-id, results are not checked).
+of its call. A result whose call is in an earlier exchange or round (a user message without
+results, or another tool call, stands between them), a result that answers no earlier
+``tool_use`` or answers one a second time, and a ``tool_use`` id used twice are refused with
+``InvalidArgumentError`` naming the blocks: the API rejects such a payload anyway, and refusing it
+(rather than merging units) means every fitted request keeps each result with its call. A
+``tool_use`` without a result at the end is fine. Blocks without ids are grouped by position, as
+before (and when no ``tool_use`` has an id, results are not checked).
 
 A malformed payload gets ``ArgumentTypeError`` or ``InvalidArgumentError`` naming the path
 (``messages[3].content[0].input``, ``system``, ``tools[1]``); nested values are read up to
@@ -40,20 +64,21 @@ A malformed payload gets ``ArgumentTypeError`` or ``InvalidArgumentError`` namin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxfast import _payload
+from ctxfast import _blocks, _payload, _rounds, _shapes
+from ctxfast._blocks import BLOCK_TYPES, IMAGE_TOKENS
 from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
-from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where, assign_exchanges
+from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where
 
-__all__ = ["fit_messages", "TOOL_SYSTEM_PROMPT", "TOKENS_PER_MESSAGE"]
+__all__ = ["fit_messages", "TOOL_SYSTEM_PROMPT", "TOKENS_PER_MESSAGE", "BLOCK_TYPES", "IMAGE_TOKENS"]
 
 TOKENS_PER_MESSAGE = 3
-IMAGE_TOKENS = 1600
-#: Tool-use system prompt tokens by model prefix: (auto/none, any/tool), Anthropic's 2026 table.
+ROLES = ("user", "assistant")
+_OPENAI_ONLY = ("system", "developer", "tool", "function")
+
 TOOL_SYSTEM_PROMPT: dict[str, tuple[int, int]] = {
     "claude-sonnet-5": (354, 474),
     "claude-opus-4-8": (290, 410),
@@ -100,89 +125,6 @@ def _tool_prompt(model: str | None, tool_choice: str) -> int:
     return 0
 
 
-def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list):
-        for j, b in enumerate(content):
-            if not isinstance(b, dict) or "type" not in b:
-                raise ArgumentTypeError(f"{where}.content[{j}] must be a content block dict with a 'type'")
-        return content
-    raise ArgumentTypeError(f"{where}.content must be a str or a list of blocks, not {type(content).__name__}")
-
-
-def _json(value: Any, where: str) -> str:
-    return _payload.as_json(value, where, sort_keys=True)
-
-
-def _block_strings(
-    block: dict[str, Any], where: str, origins: list[Where] | None = None, depth: int = 0
-) -> tuple[list[str], int]:
-    """A block's strings and the tokens of its non-text content; with `origins`, where each
-    string came from is appended to it (only to word an error)."""
-    kind = block["type"]
-    if kind == "text":
-        value = block.get("text", "")
-        if origins is not None:
-            origins.append(Origin(f"{where}.text"))
-        return [value if type(value) is str else _payload.text(value, where, ".text")], 0
-    if kind == "tool_use":
-        name = block.get("name", "")
-        if type(name) is not str:
-            name = _payload.text(name, where, ".name")
-        if origins is not None:
-            origins += [Origin(f"{where}.name"), Origin(f"{where}.input")]
-        return [name, _payload.as_json(block.get("input", {}), where, ".input", sort_keys=True)], 0
-    if kind == "tool_result":
-        inner = block.get("content", "")
-        if isinstance(inner, str):
-            if origins is not None:
-                origins.append(Origin(f"{where}.content"))
-            return [inner], 0
-        if not isinstance(inner, list):
-            raise ArgumentTypeError(f"{where}.content must be a str or a list of blocks, not {type(inner).__name__}")
-        if depth >= _payload.MAX_DEPTH:
-            raise InvalidArgumentError(f"{where} nests tool results more than {_payload.MAX_DEPTH} levels deep")
-        strings: list[str] = []
-        extra = 0
-        for k, b in enumerate(inner):
-            if not isinstance(b, dict) or "type" not in b:
-                raise ArgumentTypeError(f"{where}.content[{k}] must be a content block dict with a 'type'")
-            s, e = _block_strings(b, f"{where}.content[{k}]", origins, depth + 1)
-            strings += s
-            extra += e
-        return strings, extra
-    if kind in ("image", "document"):
-        return [], IMAGE_TOKENS
-    if kind in ("thinking", "redacted_thinking"):
-        # Earlier turns' thinking blocks are not counted by the API.
-        return [], 0
-    if origins is not None:
-        origins.append(Origin(where))
-    return [_json(block, where)], 0
-
-
-def _system_text(system: Any) -> tuple[str, Where]:
-    """The system prompt's text, and where each of its pieces came from."""
-    if system is None:
-        return "", Origin("system")
-    if isinstance(system, str):
-        return system, Origin("system")
-    if isinstance(system, list):
-        pieces: list[str] = []
-        origins: list[Origin] = []
-        at = 0
-        for j, b in enumerate(system):
-            if not isinstance(b, dict):
-                raise ArgumentTypeError(f"system[{j}] must be a text block dict, not {type(b).__name__}")
-            piece = _payload.text(b.get("text", ""), f"system[{j}].text")
-            origins.append(Origin(f"system[{j}].text", j, at))
-            pieces.append(piece)
-            at += len(piece) + 1
-        return "\n".join(pieces), tuple(origins) or Origin("system")
-    raise ArgumentTypeError(f"argument 'system' must be a str, a list of text blocks or None, not {type(system).__name__}")
-
-
 def fit_messages(
     system: str | list[dict[str, Any]] | None,
     messages: Sequence[dict[str, Any]],
@@ -217,6 +159,7 @@ def _fit(
     pin_first_user: bool,
     here: _payload.Cursor,
 ) -> tuple[list[dict[str, Any]], Fit]:
+    _shapes.refuse_body(messages, "anthropic")
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
         raise ArgumentTypeError(f"argument 'messages' must be a list of dicts, not {type(messages).__name__}")
     tool_list = _payload.sequence_arg(tools, "tools")
@@ -224,41 +167,35 @@ def _fit(
     roles: list[str] = []
     for i, m in enumerate(messages):
         here.at = i
-        if not isinstance(m, dict):
-            raise ArgumentTypeError(f"messages[{i}] must be a dict, not {type(m).__name__}")
-        role = m.get("role")
-        if not isinstance(role, str) or role not in ("user", "assistant"):
-            raise InvalidArgumentError(
-                f"messages[{i}].role must be 'user' or 'assistant', got {_payload.preview(role)}"
-            )
-        roles.append(role)
-        blocks.append(_blocks(m.get("content", ""), f"messages[{i}]"))
+        _check_message(m, f"messages[{i}]")
+        roles.append(m["role"])
+        blocks.append(_blocks.blocks(m["content"], f"messages[{i}]"))
 
     def opens_exchange(i: int) -> bool:
         # A user message answering a tool_use (holding any tool_result) continues that exchange,
         # even when it also carries text: opening a new one could strand the result.
         return not any(b["type"] == "tool_result" for b in blocks[i])
 
-    groups, current, pinned = assign_exchanges(roles, opens_exchange, pin_first_user)
+    def makes_calls(i: int) -> bool:
+        return any(b["type"] == "tool_use" for b in blocks[i])
+
+    groups, current, pinned = _payload.assign_units(roles, opens_exchange, makes_calls, pin_first_user)
     records: list[Message] = []
     calls: list[ToolLink] = []
     results: list[ToolLink] = []
     for i, m in enumerate(messages):
         here.at = i
         strings: list[str] = []
-        texts: list[str] = []
         extra = 0
         meta = None
         role = roles[i]
         for j, b in enumerate(blocks[i]):
             where = f"messages[{i}].content[{j}]"
-            s, e = _block_strings(b, where)
+            s, e = _blocks.block_strings(b, where)
             strings += s
             extra += e
             kind = b["type"]
-            if kind == "text":
-                texts.append(s[0])
-            elif kind == "tool_use":
+            if kind == "tool_use":
                 if meta is None:
                     meta = {"tool": s[0], "arguments": s[1]}
                 call_id = _payload.tool_id(b.get("id"), where, ".id")
@@ -268,17 +205,15 @@ def _fit(
                 result_id = _payload.tool_id(b.get("tool_use_id"), where, ".tool_use_id")
                 if result_id is not None and role == "user":
                     results.append(ToolLink(i, where, result_id))
-        text = "\n".join(texts)
-        only_results = not opens_exchange(i) and not text.strip()
-        if only_results:
-            text = "\n".join(strings)
-        layer, group = _payload.place(i, groups, current, pinned, system=False, tool_result=only_results)
-        records.append(Message(i, layer, group, text, strings, TOKENS_PER_MESSAGE + extra, meta))
+        main = _blocks.longest_text(m["content"], blocks[i])
+        path, text = main if main is not None else (None, "")
+        layer, group = _payload.place(i, groups, current, pinned, system=False, tool_result=not opens_exchange(i))
+        records.append(Message(i, layer, group, text, strings, TOKENS_PER_MESSAGE + extra, meta, path=path))
 
     def origins_of(i: int) -> list[Where]:
         origins: list[Where] = []
         for j, b in enumerate(blocks[i]):
-            _block_strings(b, f"messages[{i}].content[{j}]", origins)
+            _blocks.block_strings(b, f"messages[{i}].content[{j}]", origins)
         return origins
 
     here.at = None
@@ -291,7 +226,7 @@ def _fit(
     )
     tok = _payload.resolve_tokenizer(tokenizer)
     here.at = "system"
-    sys_text, sys_origin = _system_text(system)
+    sys_text, sys_origin = _blocks.system_text(system)
     choice = _choice_kind(tool_choice)
     tool_texts = []
     tool_origins: list[Where] = []
@@ -299,7 +234,7 @@ def _fit(
         here.at = f"tools[{k}]"
         if not isinstance(t, dict) or "name" not in t:
             raise ArgumentTypeError(f"tools[{k}] must be a dict with a 'name'")
-        tool_texts.append(_json(t, f"tools[{k}]"))
+        tool_texts.append(_payload.as_json(t, f"tools[{k}]", sort_keys=True))
         tool_origins.append(Origin(f"tools[{k}]", k))
     here.at = None
     # The table's first column covers both auto and none (with tools given).
@@ -308,7 +243,15 @@ def _fit(
         Fixed("<system>", PromptLayer.SYSTEM, [sys_text] if sys_text else [], where="system", origins=[sys_origin]),
         Fixed("<tool schemas>", PromptLayer.TOOLS, tool_texts, prompt if tool_texts else 0, "tools", tool_origins),
     ]
-    return _payload.fit_messages(
+    # Where each output message came from, shortened copies included, for the alternation pass.
+    origin = {id(m): i for i, m in enumerate(messages)}
+
+    def with_text(m: dict[str, Any], path: tuple[Any, ...], text: str) -> dict[str, Any]:
+        copy: dict[str, Any] = _rounds.replace_at(m, path, text)
+        origin[id(copy)] = origin[id(m)]
+        return copy
+
+    out, result = _payload.fit_messages(
         messages,
         records,
         fixed,
@@ -316,5 +259,37 @@ def _fit(
         policy,
         tok,
         digest_framing=TOKENS_PER_MESSAGE,
+        with_text=with_text,
         origins_of=origins_of,
     )
+    if result.evicted:
+        # Only a removal can put two user messages side by side.
+        out = _rounds.merge_user_runs(out, origin)
+    return out, result
+
+
+def _check_message(m: Any, where: str) -> None:
+    """The shape checks (``_shapes``): a dict with a user/assistant role and content, and no other
+    field holding text; not an OpenAI, Responses API or Gemini message."""
+    if not isinstance(m, dict):
+        raise ArgumentTypeError(f"{where} must be a dict, not {type(m).__name__}")
+    _shapes.refuse_foreign(m, where, "anthropic")
+    role = m.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        hint = ""
+        if role == "system":
+            hint = ". The system prompt is not a message: pass it as fit_messages(system, messages, ...)"
+        elif isinstance(role, str) and role in _OPENAI_ONLY:
+            hint = ". That is an OpenAI Chat role: for an OpenAI payload use ctxfast.openai.fit_messages"
+        if role is None:
+            raise InvalidArgumentError(f"{where}.role is missing: an Anthropic message's role is user or assistant")
+        raise _shapes.unknown_role(role, where, ROLES, "an Anthropic Messages", hint)
+    _shapes.check_fields(
+        m, where, _FIELDS, "Anthropic",
+        "Put its text in a block of 'content', or remove the field (for an OpenAI Chat payload use ctxfast.openai).",
+    )
+    if "content" not in m:
+        raise InvalidArgumentError(f"{where} has no 'content': an Anthropic message needs a string or a list of blocks")
+
+
+_FIELDS = frozenset({"role", "content"})

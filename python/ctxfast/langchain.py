@@ -11,8 +11,11 @@ It takes the same common arguments. What is different:
   after it) leaves whole. Under the default ``Policy.agent()`` an old tool exchange is first
   replaced by a tagged digest, a ``HumanMessage`` that holds no tool blocks. The kept history
   therefore always starts at a human message, and ``start_on``/``end_on`` need not do anything.
-- **The current turn stays.** The last human message, and everything after it, is never
-  dropped.
+- **The current turn stays.** The last human message is never dropped, and neither is the
+  newest tool round after it. In an agent loop (one human ask, then many ``AIMessage``
+  tool-call rounds with their ``ToolMessage`` results) each older round is a unit of its own,
+  digested or dropped oldest first like an exchange (``ctxfast._rounds``), so the loop can be
+  trimmed.
 - **Counting.** Each message is counted once, not once per binary-search probe.
   ``token_counter`` may be a callable over a list of messages, a callable over one message, a
   chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None. None means exact
@@ -20,7 +23,10 @@ It takes the same common arguments. What is different:
   one native batch. A list counter is handed whole exchanges (a tool result always comes with
   its call), and digests are counted with the caller's counter too.
 - **``allow_partial=True``** raises ``UnsupportedOperationError``. To cut message bodies, pass a
-  policy with a ``truncate`` rung. ``text_splitter`` is not used.
+  policy with a ``truncate`` rung: it shortens one piece of a message, its longest text (a str
+  content, a str item or a text block of a content list), in a copy; images, tool calls and the
+  other blocks stay. (With the default counter the pieces of a content list are counted one by
+  one, as the OpenAI adapter counts parts.) ``text_splitter`` is not used.
 - **``strategy="first"``** keeps the oldest exchanges: newest goes first, but the current turn
   still never goes.
 - **Tool calls and results are paired by id** (``AIMessage.tool_calls[k]["id"]`` and
@@ -44,7 +50,8 @@ from typing import Any
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, CounterError, InvalidArgumentError, UnsupportedOperationError
-from ctxfast._payload import Message, Origin, ToolLink, Where, assign_exchanges
+from ctxfast._payload import Message, Origin, ToolLink, Where
+from ctxfast._rounds import replace_at
 from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL
 
 __all__ = ["trim_messages"]
@@ -54,35 +61,42 @@ _APPROX_CHARS_PER_TOKEN = 4.0
 _APPROX_PER_MESSAGE = 3
 
 
-def _text(content: Any, where: str, origins: list[Where] | None = None) -> str:
-    """A message's text (its str content, or its text blocks joined); with `origins`, where its
-    pieces came from is appended to it (only to word an error)."""
+def _pieces(content: Any, where: str, origins: list[Where] | None = None) -> list[tuple[tuple[Any, ...], str]]:
+    """A message's text pieces with their paths from the message (its str content, or each str
+    item and text block of its content list); with `origins`, where each came from is appended
+    to it (only to word an error)."""
     if isinstance(content, str):
         if origins is not None:
             origins.append(Origin(f"{where}.content"))
-        return content
+        return [(("content",), content)]
+    pieces: list[tuple[tuple[Any, ...], str]] = []
     if isinstance(content, list):
-        parts: list[str] = []
-        pieces: list[Origin] = []
-        at = 0
         for j, block in enumerate(content):
             if isinstance(block, str):
-                piece, field = block, f".content[{j}]"
+                path: tuple[Any, ...] = ("content", j)
+                piece = block
             elif isinstance(block, dict) and block.get("type") == "text":
-                field = f".content[{j}].text"
-                piece = _payload.text(block.get("text", ""), where, field)
+                path = ("content", j, "text")
+                piece = _payload.text(block.get("text", ""), where, f".content[{j}].text")
             else:
                 continue
             if origins is not None:
-                pieces.append(Origin(where + field, None, at))
-                at += len(piece) + 1
-            parts.append(piece)
-        if origins is not None:
-            origins.append(tuple(pieces) or Origin(f"{where}.content"))
-        return "\n".join(parts)
-    if origins is not None:
-        origins.append(Origin(f"{where}.content"))
-    return ""
+                origins.append(Origin(where + "".join(_payload._step(k) for k in path)))
+            pieces.append((path, piece))
+    return pieces
+
+
+def _longest(pieces: list[tuple[tuple[Any, ...], str]]) -> tuple[tuple[Any, ...] | None, str]:
+    best: tuple[tuple[Any, ...] | None, str] = (None, "")
+    for path, piece in pieces:
+        if best[0] is None or len(piece) > len(best[1]):
+            best = (path, piece)
+    return best
+
+
+def _with_text(m: Any, path: tuple[Any, ...], text: str) -> Any:
+    """A copy of LangChain message `m` with the piece at `path` shortened to `text`."""
+    return m.model_copy(update={"content": replace_at(m.content, path[1:], text)})
 
 
 def _tokens(value: Any) -> int:
@@ -236,7 +250,10 @@ def _trim(
         if role == "system" and not include_system:
             role = "other"  # evictable like any message before the first human one
         roles.append(role)
-    groups, current, pinned = assign_exchanges(roles, lambda i: True, pin_first_user)
+    groups, current, pinned = _payload.assign_units(
+        roles, lambda i: True, lambda i: messages[i].type == "ai" and bool(getattr(messages[i], "tool_calls", None)),
+        pin_first_user,
+    )
     mode, count_fn = _counter(token_counter)
     records: list[Message] = []
     links: list[ToolLink] = []
@@ -244,7 +261,8 @@ def _trim(
     for i, m in enumerate(messages):
         here.at = i
         where = f"messages[{i}]"
-        text = _text(m.content, where)
+        pieces = _pieces(m.content, where)
+        path, text = _longest(pieces)
         calls = _calls(m, where)
         meta = None
         if calls:
@@ -261,17 +279,20 @@ def _trim(
         strings: list[str] = []
         framing = 0
         if mode == "native":
-            strings = [text, _ROLE[m.type]] + [s for name, args, _ in calls for s in (name, args)]
+            strings = [piece for _, piece in pieces] + [_ROLE[m.type]]
+            strings += [s for name, args, _ in calls for s in (name, args)]
             framing = TOKENS_PER_MESSAGE + TOKENS_PER_TOOL_CALL * len(calls)
         elif mode == "approximate":
-            chars = len(text) + sum(len(name) + len(args) for name, args, _ in calls)
+            # The pieces as one text (joined by line feeds), as this mode has always measured them.
+            chars = sum(len(piece) + 1 for _, piece in pieces) - bool(pieces)
+            chars += sum(len(name) + len(args) for name, args, _ in calls)
             framing = _APPROX_PER_MESSAGE + -(-chars // int(_APPROX_CHARS_PER_TOKEN))
         elif mode == "message" and count_fn is not None:
             framing = count_fn(m)
         layer, group = _payload.place(
             i, groups, current, pinned, system=roles[i] == "system", tool_result=m.type in ("tool", "function")
         )
-        records.append(Message(i, layer, group, text, strings, framing, meta))
+        records.append(Message(i, layer, group, text, strings, framing, meta, path=path))
     here.at = None
     _payload.check_tool_pairs(
         links,
@@ -307,7 +328,7 @@ def _trim(
         # Where each native-mode string of message i came from: content, role, each call's fields.
         where = f"messages[{i}]"
         origins: list[Where] = []
-        _text(messages[i].content, where, origins)
+        _pieces(messages[i].content, where, origins)
         origins.append(Origin(f"{where}.type"))
         for k in range(len(_calls(messages[i], where))):
             origins += [Origin(f"{where}.tool_calls[{k}].name"), Origin(f"{where}.tool_calls[{k}].args")]
@@ -322,7 +343,7 @@ def _trim(
         digest_tokenizer,
         digest_framing=digest_framing,
         make_digest=lambda text: HumanMessage(content=text),
-        with_text=lambda m, text: m.model_copy(update={"content": text}),
+        with_text=_with_text,
         origins_of=origins_of,
     )
     out = TrimmedMessages(kept)

@@ -18,16 +18,39 @@ How the request is counted, and how exact each part is:
 - **Assistant ``tool_calls`` and ``tool`` messages: an estimate.** OpenAI documents nothing here.
   Each call costs its name, its arguments and 3 tokens, which reproduces the one public
   API data point.
-- **Images: an estimate.** 85 tokens at ``detail: low``, 765 otherwise (a 1024×1024 image).
+- **Images, audio and files: estimates.** ``image_url``: 85 tokens at ``detail: low``, 765
+  otherwise (a 1024×1024 image). ``input_audio``: ``AUDIO_TOKENS_PER_SECOND`` (10) per second,
+  the length taken from the base64 data at ``AUDIO_BYTES_PER_SECOND`` (wav 32,000, mp3 16,000
+  bytes a second). ``file`` (a PDF): ``FILE_TOKENS`` (1,600) per file. ``refusal`` parts and the
+  ``refusal`` field count their text; the legacy ``function_call`` counts like a tool call; an
+  ``audio`` reference and ``annotations`` are not counted.
+
+Shapes that would be miscounted are refused before counting (``ctxfast._shapes``): a role
+other than ``ROLES`` (with a "did you mean"), a content part type other than ``PART_TYPES``
+(naming ``messages[i].content[j]``), a field other than ``FIELDS`` that holds text (``text``
+instead of ``content``, ``reasoning_content``...), and OpenAI Responses API items or Gemini
+``contents`` (not supported yet by this adapter; support is planned separately).
 
 Tool calls and ``tool`` messages are paired by id (``tool_calls[k].id`` and ``tool_call_id``): a
-result always leaves with its call. A ``tool`` message whose call is not in its exchange (a user
-message stands between them), one that answers no earlier call or answers a call a second time,
-and a call id used twice are refused with ``InvalidArgumentError`` naming the messages: such a
-payload is already invalid for the API, and refusing it (rather than merging exchanges) means
-every fitted request keeps each result right after its call. A call without a result at the end
-of the payload is fine. Calls and results without ids are grouped by position, as before (and
-when no call has an id, results are not checked).
+result always leaves with its call. A ``tool`` message whose call is not in its exchange or
+round (a user message, or another assistant message with calls, stands between them), one that
+answers no earlier call or answers a call a second time, and a call id used twice are refused
+with ``InvalidArgumentError`` naming the messages: such a payload is already invalid for the
+API, and refusing it (rather than merging units) means every fitted request keeps each result
+right after its call. A call without a result at the end of the payload is fine. Calls and
+results without ids are grouped by position, as before (and when no call has an id, results
+are not checked).
+
+Agent loops (``ctxfast._rounds``): the current turn, which is never dropped, is the last user
+message (the ask) and the newest tool round (the assistant message that made the last tool
+calls, its results and anything after them). Each older round after the ask, an assistant
+message with ``tool_calls`` and its ``tool`` messages, is a unit of its own, digested or dropped
+oldest first like an exchange, so a loop of many rounds fits under ``Policy.agent()`` at any
+budget that holds the system prompt, the ask and the newest round.
+
+A truncate rung shortens one string of a message, its longest text (a ``str`` content, a text
+part), in a copy: images, ``tool_calls``, ids and the other parts are the caller's own, and
+``fit.total`` still counts them.
 
 A malformed payload gets ``ArgumentTypeError`` or ``InvalidArgumentError`` naming the path
 (``messages[3].content[0]``, ``tools[1].function.name``); nested values are read up to
@@ -36,14 +59,22 @@ A malformed payload gets ``ArgumentTypeError`` or ``InvalidArgumentError`` namin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
-from ctxfast import _payload
-from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where, assign_exchanges
+from ctxfast import _payload, _shapes
+from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where
+
+# The content parts' rules live in _parts.py.
+from ctxfast._parts import AUDIO_BYTES_PER_SECOND as AUDIO_BYTES_PER_SECOND
+from ctxfast._parts import AUDIO_TOKENS_PER_SECOND as AUDIO_TOKENS_PER_SECOND
+from ctxfast._parts import FILE_TOKENS as FILE_TOKENS
+from ctxfast._parts import IMAGE_DEFAULT as IMAGE_DEFAULT
+from ctxfast._parts import IMAGE_LOW as IMAGE_LOW
+from ctxfast._parts import PART_TYPES as PART_TYPES
+from ctxfast._parts import Main, content_strings
 
 __all__ = ["fit_messages", "message_framing", "REPLY_PRIMING", "TOKENS_PER_MESSAGE"]
 
@@ -60,76 +91,23 @@ TOKENS_PER_TOOL_CALL = 3
 FUNC_INIT = {"cl100k_base": 10}
 FUNC_INIT_DEFAULT = 7
 PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 3, 3, -3, 3, 12
-IMAGE_LOW, IMAGE_DEFAULT = 85, 765
-
+#: The roles of Chat Completions (``function``: the legacy function-calling result).
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: The message fields read (``audio`` and ``annotations`` are known and not counted).
+FIELDS = frozenset(
+    {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
+)
 _SYSTEM_ROLES = {"system", "developer"}
 _NO_CALLS: list[Any] = []  # shared, never appended to
 
 
-def message_framing(message: dict[str, Any]) -> int:
-    """Tokens a message costs beyond its counted strings."""
-    framing = TOKENS_PER_MESSAGE
-    if message.get("name"):
-        framing += TOKENS_PER_NAME
-    framing += TOKENS_PER_TOOL_CALL * len(message.get("tool_calls") or ())
-    return framing
-
-
-def _content_strings(content: Any, where: str, origins: list[Where] | None = None) -> tuple[list[str], int]:
-    """The strings of a content field and the tokens of its non-text parts; with `origins`, where
-    each string came from is appended to it (only to word an error)."""
-    if content is None:
-        return [], 0
-    if isinstance(content, str):
-        if origins is not None:
-            origins.append(Origin(f"{where}.content"))
-        return [content], 0
-    if isinstance(content, list):
-        strings: list[str] = []
-        extra = 0
-        for j, part in enumerate(content):
-            if not isinstance(part, dict):
-                raise ArgumentTypeError(f"{where}.content[{j}] must be a dict, not {type(part).__name__}")
-            kind = part.get("type")
-            if kind == "text":
-                value = part.get("text", "")
-                strings.append(value if type(value) is str else _payload.text(value, where, f".content[{j}].text"))
-                if origins is not None:
-                    origins.append(Origin(f"{where}.content[{j}].text"))
-            elif kind == "image_url":
-                image = part.get("image_url") or {}
-                if isinstance(image, str):
-                    image = {"url": image}
-                if not isinstance(image, dict):
-                    raise ArgumentTypeError(f"{where}.content[{j}].image_url must be a dict or a URL string")
-                extra += IMAGE_LOW if image.get("detail") == "low" else IMAGE_DEFAULT
-            else:
-                strings.append(_payload.as_json(part, where, f".content[{j}]", sort_keys=True))
-                if origins is not None:
-                    origins.append(Origin(f"{where}.content[{j}]"))
-        return strings, extra
-    raise ArgumentTypeError(f"{where}.content must be a str, a list of parts or None, not {type(content).__name__}")
-
-
-def _main_text(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for j, p in enumerate(content):
-            if isinstance(p, dict) and p.get("type") == "text":
-                value = p.get("text", "")
-                texts.append(value if type(value) is str else _payload.text(value, where, f".content[{j}].text"))
-        return "\n".join(texts)
-    return ""
-
-
 def _read_message(
     m: dict[str, Any], where: str, origins: list[Where] | None = None
-) -> tuple[list[str], int, dict[str, str] | None, list[tuple[int, Any]]]:
-    """One message's counted strings, the tokens of its non-text parts, its digest meta and its
-    tool calls' (index, id); with `origins`, where each string came from is appended to it."""
-    strings, extra = _content_strings(m.get("content"), where, origins)
+) -> tuple[list[str], int, dict[str, str] | None, list[tuple[int, Any]], Main | None]:
+    """One message's counted strings, the tokens of its non-text parts, its digest meta, its
+    tool calls' (index, id) and its longest text field; with `origins`, where each string came
+    from is appended to it."""
+    strings, extra, main = content_strings(m.get("content"), where, origins)
     strings.append(m["role"])
     if origins is not None:
         origins.append(Origin(f"{where}.role"))
@@ -137,29 +115,51 @@ def _read_message(
         strings.append(_payload.text(m["name"], where, ".name"))
         if origins is not None:
             origins.append(Origin(f"{where}.name"))
+    refusal = m.get("refusal")
+    if refusal:
+        strings.append(_payload.text(refusal, where, ".refusal"))
+        if origins is not None:
+            origins.append(Origin(f"{where}.refusal"))
     meta = None
     ids: list[tuple[int, Any]] = _NO_CALLS
     calls = m.get("tool_calls") or _NO_CALLS
     if not isinstance(calls, list):
         raise ArgumentTypeError(f"{where}.tool_calls must be a list, not {type(calls).__name__}")
-    for k, call in enumerate(calls):
-        fn = call.get("function") if isinstance(call, dict) else None
+    legacy = m.get("function_call")
+    fields: list[tuple[str, Any, Any]] = [
+        (f".tool_calls[{k}].function", call.get("function") if isinstance(call, dict) else None, call)
+        for k, call in enumerate(calls)
+    ]
+    if legacy:
+        fields.append((".function_call", legacy, None))
+    for k, (at, fn, call) in enumerate(fields):
         if not isinstance(fn, dict):
-            raise ArgumentTypeError(f"{where}.tool_calls[{k}] must be a dict with a 'function' dict")
+            shape = "a dict (name, arguments)" if call is None else "a dict with a 'function' dict"
+            raise ArgumentTypeError(f"{where}{at.removesuffix('.function')} must be {shape}")
         name, arguments = fn.get("name", ""), fn.get("arguments", "")
         if type(name) is not str:
-            name = _payload.text(name, where, f".tool_calls[{k}].function.name")
+            name = _payload.text(name, where, f"{at}.name")
         if type(arguments) is not str:
-            arguments = _payload.text(arguments, where, f".tool_calls[{k}].function.arguments")
+            arguments = _payload.text(arguments, where, f"{at}.arguments")
         strings += [name, arguments]
         if origins is not None:
-            origins += [Origin(f"{where}.tool_calls[{k}].function.name"), Origin(f"{where}.tool_calls[{k}].function.arguments")]
+            origins += [Origin(f"{where}{at}.name"), Origin(f"{where}{at}.arguments")]
         if meta is None:
             meta = {"tool": name, "arguments": arguments}
-        if k == 0:
-            ids = []
-        ids.append((k, call.get("id")))
-    return strings, extra, meta, ids
+        if call is not None:
+            if k == 0:
+                ids = []
+            ids.append((k, call.get("id")))
+    return strings, extra, meta, ids, main
+
+
+def message_framing(message: dict[str, Any]) -> int:
+    """Tokens a message costs beyond its counted strings."""
+    framing = TOKENS_PER_MESSAGE
+    if message.get("name"):
+        framing += TOKENS_PER_NAME
+    framing += TOKENS_PER_TOOL_CALL * (len(message.get("tool_calls") or ()) + bool(message.get("function_call")))
+    return framing
 
 
 def _tools_parts(tools: Sequence[Any], encoding: str) -> tuple[list[str], list[Where], int]:
@@ -231,11 +231,11 @@ def fit_messages(
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Chat Completions request under ``budget``; returns ``(messages, fit)``.
 
-    System/developer messages, the tool schemas and the current turn (the last user message
-    and everything after it) are never dropped. Exchanges leave whole, or are replaced by a
-    tagged digest under the default ``Policy.agent()``. Kept messages are the caller's own
-    dicts, unchanged. ``fit.total`` is the request's prompt tokens, framing and tools
-    included.
+    System/developer messages, the tool schemas and the current turn (the last user message,
+    and in an agent loop the newest tool round) are never dropped. Exchanges and older tool
+    rounds leave whole, or are replaced by a tagged digest under the default ``Policy.agent()``.
+    Kept messages are the caller's own dicts, unchanged; a truncated one is a copy with one
+    text shortened. ``fit.total`` is the request's prompt tokens, framing and tools included.
     """
     with _payload.boundary() as here:
         return _fit(messages, budget, tools, policy, tokenizer, pin_first_user, here)
@@ -250,28 +250,29 @@ def _fit(
     pin_first_user: bool,
     here: _payload.Cursor,
 ) -> tuple[list[dict[str, Any]], Fit]:
+    _shapes.refuse_body(messages, "openai")
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
         raise ArgumentTypeError(f"argument 'messages' must be a list of dicts, not {type(messages).__name__}")
     tool_list = _payload.sequence_arg(tools, "tools")
     roles: list[str] = []
+    read = []
     for i, m in enumerate(messages):
         here.at = i
-        if not isinstance(m, dict):
-            raise ArgumentTypeError(f"messages[{i}] must be a dict, not {type(m).__name__}")
-        role = m.get("role")
-        if role is None:
-            raise InvalidArgumentError(f"messages[{i}] has no 'role'")
-        if not isinstance(role, str):
-            raise InvalidArgumentError(f"messages[{i}].role must be a str, not {type(role).__name__}")
-        roles.append("system" if role in _SYSTEM_ROLES else "user" if role == "user" else role)
-    groups, current, pinned = assign_exchanges(roles, lambda i: True, pin_first_user)
+        where = f"messages[{i}]"
+        _check_message(m, where)
+        role = m["role"]
+        roles.append("system" if role in _SYSTEM_ROLES else role)
+        read.append(_read_message(m, where))
+    groups, current, pinned = _payload.assign_units(
+        roles, lambda i: True, lambda i: bool(read[i][3]) or bool(messages[i].get("function_call")), pin_first_user
+    )
     records: list[Message] = []
     calls: list[ToolLink] = []
     results: list[ToolLink] = []
     for i, m in enumerate(messages):
         here.at = i
         where = f"messages[{i}]"
-        strings, extra, meta, ids = _read_message(m, where)
+        strings, extra, meta, ids, main = read[i]
         role = m["role"]
         for k, raw in ids:
             call_id = _payload.tool_id(raw, where, f".tool_calls[{k}].id")
@@ -281,13 +282,13 @@ def _fit(
             result_id = _payload.tool_id(m.get("tool_call_id"), where, ".tool_call_id")
             if result_id is not None:
                 results.append(ToolLink(i, where, result_id))
-        layer, group = _payload.place(i, groups, current, pinned, system=roles[i] == "system", tool_result=role == "tool")
-        records.append(
-            Message(i, layer, group, _main_text(m.get("content"), where), strings, message_framing(m) + extra, meta)
-        )
+        is_result = role in ("tool", "function")
+        layer, group = _payload.place(i, groups, current, pinned, system=roles[i] == "system", tool_result=is_result)
+        path, text = main if main is not None else (None, "")
+        records.append(Message(i, layer, group, text, strings, message_framing(m) + extra, meta, path=path))
     here.at = None
     _payload.check_tool_pairs(
-        calls, results, groups, result_field="tool_call_id", between=lambda k: f"a {messages[k]['role']} message"
+        calls, results, groups, result_field="tool_call_id", between=lambda k: _a(messages[k]["role"]) + " message"
     )
     here.at = "tools"
     tok = _payload.resolve_tokenizer(tokenizer)
@@ -307,6 +308,24 @@ def _fit(
         digest_framing=TOKENS_PER_MESSAGE + 1,  # a user message: framing + its role
         origins_of=lambda i: _origins_of(messages[i], i),
     )
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word == "assistant" else f"a {word}"  # the roles: system, user, tool...
+
+
+def _check_message(m: Any, where: str) -> None:
+    """The shape checks (``_shapes``): a dict, not a Responses item or a Gemini entry, a Chat
+    role, no field holding text that would not be counted."""
+    if not isinstance(m, dict):
+        raise ArgumentTypeError(f"{where} must be a dict, not {type(m).__name__}")
+    _shapes.refuse_foreign(m, where, "openai")
+    role = m.get("role")
+    if role is None:
+        raise InvalidArgumentError(f"{where} has no 'role' (one of {', '.join(ROLES)})")
+    if not isinstance(role, str) or role not in ROLES:
+        raise _shapes.unknown_role(role, where, ROLES, "an OpenAI Chat")
+    _shapes.check_fields(m, where, FIELDS, "OpenAI Chat", "Put the message's text in 'content', or remove the field.")
 
 
 def _origins_of(m: dict[str, Any], i: int) -> list[Where]:

@@ -9,6 +9,7 @@ use super::ledger::{Cause, Status};
 use super::{Changes, Entry, Removed, Window, WindowFit};
 use crate::engine::{self, Budget, FitOutcome, Kept, SegmentData, Taken, Target, TokenSource};
 use crate::error::{CtxError, CtxResult};
+use crate::limits::{add_total, checked_total};
 
 impl Window {
     /// Evicts until what is held fits; on `Unfittable` nothing changes.
@@ -20,6 +21,10 @@ impl Window {
         let landing: HashMap<u64, usize> = self.pending.iter().map(|p| (p.id, p.tokens)).collect();
         let counts: Vec<usize> =
             self.entries.iter().map(|e| landing.get(&e.id).map_or(e.tokens, |&t| t.max(e.tokens))).collect();
+        // Digests and landing rewrites are new entries; together they take in at most what is
+        // held plus what the rewrites bring.
+        let landing_tokens = checked_total(self.pending.iter().map(|p| p.tokens), "the deferred rewrites")?;
+        self.room_for(self.entries.len() + self.pending.len(), add_total(self.held_tokens(), landing_tokens, "what a fit may take in")?)?;
         let budget = Budget::new(self.limit, self.reserve, [None; 8])?;
         let held = self.held_tokens();
         // Hysteresis: once eviction has to fire, go down to the watermark so the next turns

@@ -57,6 +57,7 @@ impl Window {
                 original.tokens
             )));
         }
+        self.room_for(1, tokens)?;
         if self.fresh_unrecoverable {
             self.counters.deferred_rewrites = self.counters.deferred_rewrites.saturating_add(1);
             self.pending.retain(|p| p.id != id);
@@ -108,6 +109,7 @@ impl Window {
                 "digest of {key:?} does not compress: {before} -> {tokens} tokens, and there is no external copy"
             )));
         }
+        self.room_for(1, tokens)?;
         let mut data = SegmentData::new(text, Layer::Conversation);
         data.group = self.entries[first].seg.group.clone();
         let mut changes = Changes::default();

@@ -126,9 +126,12 @@ mod policy_serde {
     }
 }
 
-/// The most tokens one window's ledger counts over its lifetime: its totals are `u64` and stay
-/// below this, so they never wrap and always balance.
+/// The most tokens one window's ledger takes in over its lifetime (admitted plus surrogates
+/// added): every operation that adds checks it first, so the totals never wrap or saturate and
+/// always balance, and the loader accepts exactly what a window can write.
 pub(super) const LIFETIME_MAX: u64 = 1 << 63;
+/// The ids one window issues over its lifetime: an operation that would pass it is refused.
+pub(super) const ID_LIMIT: u64 = 1 << 62;
 
 fn unknown(key: &str) -> CtxError {
     CtxError::UnknownKey(format!("no segment with key {key:?} is held by this window"))
@@ -284,8 +287,18 @@ impl Window {
         }
         let adding = checked_total(counts.iter().copied(), "the segments admitted")?;
         add_total(self.held_tokens(), adding, "what the window would hold")?;
-        if self.totals.admitted.checked_add(adding as u64).is_none_or(|t| t > LIFETIME_MAX) {
-            return Err(CtxError::invalid("this window has admitted 2^63 tokens in its lifetime; start a new one"));
+        self.room_for(counts.len(), adding)
+    }
+
+    /// Refuses, before anything changes, an operation that would issue `entries` new ids and
+    /// take in up to `tokens` more over the window's lifetime past `ID_LIMIT` / `LIFETIME_MAX`.
+    pub(super) fn room_for(&self, entries: usize, tokens: usize) -> CtxResult<()> {
+        if self.next_id.checked_add(entries as u64).is_none_or(|n| n > ID_LIMIT) {
+            return Err(CtxError::invalid("this window has issued 2^62 ids in its lifetime; start a new one"));
+        }
+        let inflow = u128::from(self.totals.admitted) + u128::from(self.totals.surrogates_added) + tokens as u128;
+        if inflow > u128::from(LIFETIME_MAX) {
+            return Err(CtxError::invalid("this window has taken in 2^63 tokens in its lifetime; start a new one"));
         }
         Ok(())
     }

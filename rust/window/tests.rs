@@ -196,8 +196,44 @@ fn a_saved_next_id_of_zero_is_refused_because_the_window_would_issue_id_zero() {
     let mut v: serde_json::Value = serde_json::from_slice(&w.to_json().unwrap()).unwrap();
     v["next_id"] = serde_json::json!(0);
     let bytes = serde_json::to_vec(&v).unwrap();
-    let err = Window::from_json(&bytes).err().expect("next_id 0 must be refused");
+    let err = Window::from_json(&bytes).expect_err("next_id 0 must be refused");
     assert!(format!("{err:?}").contains("next_id"), "{err:?}");
     v["next_id"] = serde_json::json!(1);
     assert!(Window::from_json(&serde_json::to_vec(&v).unwrap()).is_ok());
+}
+
+fn reload(w: &Window, edit: impl Fn(&mut serde_json::Value)) -> CtxResult<Window> {
+    let mut v: serde_json::Value = serde_json::from_slice(&w.to_json().unwrap()).unwrap();
+    edit(&mut v);
+    Window::from_json(&serde_json::to_vec(&v).unwrap())
+}
+
+#[test]
+fn statistics_at_any_value_load_and_the_window_still_loads_its_own_state_after_counting_on() {
+    // The fuzzer's state_mutator found it: a counter loaded just under the old 2^62 check, one
+    // fit pushed it over, and the window refused its own saved state.
+    let mut w = window(10);
+    admit(&mut w, &words(8), Layer::Conversation, Some("a"), 0.0);
+    let mut w = reload(&w, |v| {
+        v["counters"]["fits"] = serde_json::json!(u64::MAX - 1);
+        v["cycle"] = serde_json::json!(u64::MAX);
+    })
+    .unwrap();
+    admit(&mut w, &words(8), Layer::Conversation, Some("b"), 0.0);
+    w.fit(&Words).ok().unwrap();
+    assert_eq!(w.counters().fits, u64::MAX);
+    assert!(reload(&w, |_| {}).is_ok(), "a window's own state must load");
+}
+
+#[test]
+fn work_that_would_pass_the_id_or_lifetime_limit_is_refused_before_anything_changes() {
+    let mut w = window(100);
+    admit(&mut w, &words(3), Layer::Conversation, Some("a"), 0.0);
+    let mut w = reload(&w, |v| v["next_id"] = serde_json::json!(ID_LIMIT)).unwrap();
+    let before = w.to_json().unwrap();
+    assert!(w.admit(seg("x", Layer::Conversation, None, 0.0), 1).is_err());
+    assert!(w.rewrite("a", "y".into(), 1, Some("test")).is_err());
+    assert!(w.fit(&Words).is_err());
+    assert_eq!(w.to_json().unwrap(), before);
+    assert!(reload(&w, |v| v["next_id"] = serde_json::json!(ID_LIMIT + 1)).is_err());
 }

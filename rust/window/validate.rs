@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::ledger::Status;
-use super::{Window, LIFETIME_MAX};
+use super::{Window, ID_LIMIT, LIFETIME_MAX};
 use crate::engine::{Budget, Layer};
 use crate::error::{CtxError, CtxResult};
 use crate::limits::{check_count, checked_total};
@@ -23,18 +23,15 @@ impl Window {
                 return Err(broken(format!("low_watermark {w} is outside (0, 1]")));
             }
         }
-        // Counters and ids far below where their increments could saturate: a state near the top
-        // of a range was not written by a window.
-        const RANGE: u64 = 1 << 62;
-        let c = &self.counters;
-        let counters = [c.admitted, c.refused_duplicates, c.fits, c.fits_that_evicted, c.evictions, c.rewrites, c.deferred_rewrites, c.digests, c.truncations, c.discards];
-        // Ids start at 1 (0 is never issued), so a next_id of 0 would hand out an id the loader
-        // then refuses.
-        if self.next_id == 0 || self.next_id > RANGE || self.cycle > RANGE || counters.iter().chain(c.rung_firings.values()).any(|&n| n > RANGE) {
-            return Err(broken("a counter, the cycle or next_id is out of range"));
+        // Ids start at 1 and stop at ID_LIMIT (the window refuses work that would pass it), so a
+        // next_id outside that range was not written by a window. The counters, the cycle and
+        // the versions are statistics that saturate: any value is one a window could write.
+        if self.next_id == 0 || self.next_id > ID_LIMIT {
+            return Err(broken(format!("next_id {} is outside 1..={ID_LIMIT}", self.next_id)));
         }
         let t = &self.totals;
-        if [t.admitted, t.surrogates_added, t.evicted_recoverable, t.evicted_dispensable, t.rewritten_away, t.truncated_away].iter().any(|&n| n > LIFETIME_MAX) {
+        let inflow = u128::from(t.admitted) + u128::from(t.surrogates_added);
+        if inflow > u128::from(LIFETIME_MAX) || [t.evicted_recoverable, t.evicted_dispensable, t.rewritten_away, t.truncated_away].iter().any(|&n| n > LIFETIME_MAX) {
             return Err(broken("a ledger total is out of range"));
         }
         if let Some((k, w)) = self.why.iter().find(|(k, w)| &w.key != *k) {
@@ -53,9 +50,6 @@ impl Window {
             }
             e.seg.validate().map_err(|err| broken(format!("{at}: {err}")))?;
             check_count(e.tokens, "a held count").map_err(|err| broken(format!("{at}: {err}")))?;
-            if e.version > u32::MAX / 2 {
-                return Err(broken(format!("{at}: version {} is out of range", e.version)));
-            }
             if e.seg.layer == Layer::CurrentTurn {
                 current_turns += 1;
             }
