@@ -1,8 +1,9 @@
 """ctxfast: build an LLM request under a token budget, and evict by a written policy.
 
 The heavy lifting (tokenizing, the per-unit count cache, ranking and the eviction ladder) runs
-in the Rust extension ``ctxfast._core``; this package is its typed facade. The API is
-documented in ``ctxfast/_core.pyi``, where editors read it.
+in the Rust extension ``ctxfast._core``; this package is its typed facade. ``help()`` on any
+class or function gives its short reference; the full documentation is in ``ctxfast/_core.pyi``,
+where editors read it.
 
 The adapters and the command line are submodules, loaded on first use, so ``import ctxfast``
 stays light: ``ctxfast.openai``, ``ctxfast.anthropic``, ``ctxfast.langchain`` (needs the
@@ -56,6 +57,13 @@ from ctxfast._errors import (
     UnsupportedOperationError,
 )
 
+if _typing.TYPE_CHECKING:
+    from ctxfast._core import _PresetName as PresetName
+else:
+    #: The preset names ``Policy.preset`` accepts, as a type: annotate a variable with it and a
+    #: type checker catches a misspelt preset. ``typing.get_args(PresetName)`` lists them.
+    PresetName = _typing.Literal["context_window", "default", "troubleshooting", "seven_tier", "ranked", "agent"]
+
 __all__ = [
     "ArgumentTypeError",
     "Budget",
@@ -72,6 +80,7 @@ __all__ = [
     "Fit",
     "FitLedger",
     "Policy",
+    "PresetName",
     "PromptLayer",
     "Segment",
     "Trace",

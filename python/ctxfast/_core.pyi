@@ -1,8 +1,10 @@
 """The Rust core of ctxfast: token counting, segments, policies, ``fit`` and ``ContextWindow``.
 
-This stub is where the API's documentation lives: editors read it for hover help and
-completion. ``python -m mypy.stubtest ctxfast._core`` checks it against the compiled
-extension, so every name and signature here matches the binary.
+This stub is where the API's full documentation lives: editors read it for hover help and
+completion. The compiled classes and functions carry the short reference as their runtime
+``__doc__`` (what ``help()`` prints), whose summary is the same as the stub's.
+``python -m mypy.stubtest ctxfast._core`` checks the stub against the compiled extension, so
+every name and signature here matches the binary.
 
 Every error the core raises is a ``ctxfast.CtxfastError`` subclass from ``ctxfast._errors``,
 and each also derives from the builtin that matches its meaning (``ValueError``,
@@ -11,7 +13,7 @@ and each also derives from the builtin that matches its meaning (``ValueError``,
 
 from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
-from typing import Any, Literal, TypedDict, final
+from typing import Any, Literal, TypedDict, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +56,8 @@ default_cache_capacity: int
 _WhyStatus = Literal["held", "evicted_recoverable", "evicted_dispensable", "rewritten", "truncated"]
 _EvictionAction = Literal["drop", "digest"]
 _RowAction = Literal["drop", "truncate", "digest"]
+#: The names ``Policy.preset`` accepts (``ctxfast.PresetName`` at run time).
+_PresetName = Literal["context_window", "default", "troubleshooting", "seven_tier", "ranked", "agent"]
 
 class _TraceRow(TypedDict):
     """One row of ``Trace.rows``: a unit a rung removed, shortened or digested.
@@ -404,7 +408,7 @@ class PromptLayer:
 
 @final
 class Segment:
-    """One piece of a request, immutable once built.
+    """One piece of a request, immutable once built; a missing ``layer`` is CONVERSATION.
 
     Its token count is computed once and remembered for the last tokenizer that counted it,
     so fitting the same segments again counts nothing.
@@ -531,8 +535,16 @@ class Segment:
 
 @final
 class Budget:
-    """A token budget: the whole window, what is reserved for the answer, optional caps."""
+    """A token budget: the whole window, what is reserved for the answer, optional caps.
 
+    Caps are reported, never enforced, unless a rung says ``until = "cap"``: ``fit`` lists a
+    layer that starts over its cap in ``Fit.cap_overruns`` and on a ``cap`` line of the trace.
+    """
+
+    # Three forms of one signature, so a caps dict built beforehand type-checks whether its keys
+    # are layers, layer names or both (a Mapping's key type is invariant, so
+    # ``dict[str, int]`` is not a ``Mapping[PromptLayer | str, int]``).
+    @overload
     def __new__(
         cls,
         window: int,
@@ -544,7 +556,8 @@ class Budget:
         Args:
             window: The model's context window in tokens, > 0.
             reserve: Tokens kept free for the answer, 0 by default; must be < ``window``.
-            caps: Per-layer sizes, keyed by ``PromptLayer`` or layer name. ``fit`` reports a
+            caps: Per-layer sizes, keyed by ``PromptLayer`` or layer name (a
+                ``dict[PromptLayer, int]``, a ``dict[str, int]`` or a mix). ``fit`` reports a
                 layer that starts over its cap (``Fit.cap_overruns`` and a ``cap`` line in the
                 trace) and does not enforce it, unless the policy has a rung with
                 ``until = "cap"``, which trims its layers down to their caps.
@@ -555,6 +568,16 @@ class Budget:
             ArgumentTypeError: A count is not an int (bools are refused), or ``caps`` is not a
                 mapping.
         """
+    @overload
+    def __new__(
+        cls, window: int, reserve: int | None = None, caps: Mapping[PromptLayer, int] | None = None
+    ) -> Budget:
+        """As above, with ``caps`` keyed by ``PromptLayer`` (e.g. a ``dict[PromptLayer, int]``)."""
+    @overload
+    def __new__(
+        cls, window: int, reserve: int | None = None, caps: Mapping[str, int] | None = None
+    ) -> Budget:
+        """As above, with ``caps`` keyed by layer name (e.g. a ``dict[str, int]``)."""
     @property
     def window(self) -> int:
         """The whole context window, in tokens."""
@@ -576,7 +599,8 @@ class Budget:
 class Policy:
     """A reviewable order of sacrifice: an ordered list of rungs plus the protected set.
 
-    ``fit`` runs the rungs in order while the request is over its ceiling. Each rung draws from
+    ``fit`` runs the rungs in order while the request is over its ceiling (a rung with
+    ``until = "cap"`` runs while its layer is over its ``Budget`` cap). Each rung draws from
     some layers, in an order (``oldest``, ``newest``, ``lowest_score``, ``largest`` or
     ``rank``), with an action (``drop``, ``truncate`` or ``digest``) and a floor it never goes
     below. Ties are broken by input position, so the same input always gives the same output.
@@ -617,23 +641,28 @@ class Policy:
         """
     @staticmethod
     def agent(keep_last: int | None = None) -> Policy:
-        """The adapters' default, for agent transcripts.
+        """The adapters' default, for agent transcripts: old tool exchanges are digested, then
+        dropped, oldest first, keeping the last ``keep_last`` exchanges (2 by default).
 
-        Old tool exchanges are replaced by their digests first, oldest first, keeping the last
-        ``keep_last`` exchanges (2 by default) verbatim. Then whole exchanges (or their
-        digests) are dropped oldest first, keeping the same last ``keep_last``; then those last
-        exchanges are digested, then dropped; then retrieved goes, lowest score first. A tool
-        call never loses its result: the exchange goes whole, or is replaced whole by its
-        record.
+        Old tool exchanges (or tool rounds of an agent loop) are replaced by their digests,
+        oldest first, then dropped, oldest first; both rungs keep the last ``keep_last``
+        exchanges verbatim. Only then are those last exchanges digested, then dropped, and
+        then retrieved material goes, lowest score first. A digest summarises tool arguments
+        and results to a bounded length. A tool call never loses its result: the exchange
+        goes whole, or is replaced whole by its record.
 
         Raises:
             InvalidArgumentError: ``keep_last`` is negative.
             ArgumentTypeError: ``keep_last`` is not an int.
         """
     @staticmethod
-    def preset(name: str) -> Policy:
+    def preset(name: _PresetName) -> Policy:
         """A preset by name: ``"context_window"`` (alias ``"default"``), ``"troubleshooting"``,
         ``"seven_tier"``, ``"ranked"`` or ``"agent"``, with its default arguments.
+
+        The parameter is typed as a ``Literal`` of those names (``ctxfast.PresetName``), so a
+        type checker catches a misspelt preset. A name read from configuration is checked at
+        run time; ``fit`` and ``ContextWindow`` also take a preset name as any ``str``.
 
         Raises:
             InvalidArgumentError: No preset has that name (the message lists them).
@@ -647,8 +676,8 @@ class Policy:
 
         - ``rungs`` (required): a list of rung tables, tried in order.
         - ``name``: shown by ``describe()`` and ``Policy.name``.
-        - ``protected``: layer names no rung may draw from. It must include system, tools,
-          pinned and current_turn, which is also the default.
+        - ``protected``: layer names no rung may draw from. It can only add layers: it must
+          include system, tools, pinned and current_turn, which is also the default.
         - ``labels``: ``{layer: display label}`` for traces; layers sharing a label show as one.
 
         Rung fields:
@@ -657,8 +686,12 @@ class Policy:
           ``lowest_score``, ``largest`` or ``rank``) are required.
         - ``action``: ``drop`` (the default), ``truncate`` or ``digest``. A digest replaces a
           unit holding a TOOL_RESULT with a short record, and only when that is smaller.
-        - ``filter``: ``stale``, ``recoverable``, ``covered`` or ``"level:N"``
-          (or ``{"level": N}``).
+        - ``filter``: the rung takes only units that are ``stale``, ``recoverable``,
+          ``covered`` (level-1 summaries a held level-2 summary covers) or at summary level N
+          (``"level:N"`` or ``{"level": N}``).
+        - ``until``: ``"fits"`` (the default) runs the rung only while the request is over its
+          ceiling. ``"cap"`` runs it, even when the request fits, only while the layer it
+          draws from is over its ``Budget`` cap: the way to enforce caps.
         - ``floor``: ``{keep_first, keep_last, keep_top, min_tokens}``. ``keep_first`` and
           ``keep_last`` count exchanges, ``keep_top`` keeps the highest scores, and
           ``min_tokens`` stops before the rung's layers fall under that size.
@@ -844,7 +877,8 @@ class Fit:
     @property
     def cap_overruns(self) -> dict[PromptLayer, int]:
         """``{layer: tokens over its cap}`` for each capped layer that started over its
-        ``Budget`` cap. The ladder reports caps; it does not enforce them."""
+        ``Budget`` cap. Caps are reported, never enforced, unless a rung says
+        ``until = "cap"``."""
     @property
     def trace(self) -> Trace:
         """The eviction trace; ``explain()`` renders it."""

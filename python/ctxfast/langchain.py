@@ -206,7 +206,7 @@ def trim_messages(
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     reserve: int = 0,
     pin_first_user: bool = False,
-) -> list[Any]:
+) -> TrimmedMessages:
     """Trim ``messages`` (LangChain ``BaseMessage`` objects) to ``max_tokens`` by policy.
 
     Returns the kept messages, the caller's own objects, in order. Digests come back as new
@@ -237,7 +237,7 @@ def _trim(
     reserve: int,
     pin_first_user: bool,
     here: _payload.Cursor,
-) -> list[Any]:
+) -> TrimmedMessages:
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise ArgumentTypeError(f"argument 'messages' must be a list of messages, not {type(messages).__name__}")
     roles: list[str] = []
@@ -351,7 +351,7 @@ def _trim(
     return out
 
 
-class TrimmedMessages(list):  # type: ignore[type-arg]
+class TrimmedMessages(list[Any]):
     """The kept messages, plus ``.fit``: the ``ctxfast.Fit`` with the trace of what left."""
 
     fit: Any

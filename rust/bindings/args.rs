@@ -4,7 +4,7 @@
 //! helpers instead so that all bad input surfaces as a `CtxfastError` subclass.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyString};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 
 use super::errors::{ArgumentTypeError, InvalidArgumentError, TextEncodingError};
 use crate::limits::check_count;
@@ -188,4 +188,28 @@ pub fn path(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<String> {
         .call_method1("fspath", (obj,))
         .map_err(|_| wrong_type(obj, arg, "str or os.PathLike"))?;
     Ok(text(&fspath, arg)?.to_string())
+}
+
+/// Keys and groups: str, or int (kept as its decimal text).
+pub fn ident_arg(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<String>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) if o.is_instance_of::<PyString>() => Ok(Some(text(o, arg)?.to_string())),
+        Some(o) if o.is_instance_of::<PyInt>() && !o.is_instance_of::<PyBool>() => Ok(Some(o.str()?.to_string())),
+        Some(o) => Err(wrong_type(o, arg, "str, int or None")),
+    }
+}
+
+/// A relevance score in [0, 1]; 0.0 when absent.
+pub fn score_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    let Some(o) = obj else { return Ok(0.0) };
+    if o.is_instance_of::<PyBool>() || !(o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>()) {
+        return Err(wrong_type(o, "score", "a float in [0, 1]"));
+    }
+    let v: f64 = o.extract()?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(InvalidArgumentError::new_err(format!("argument 'score' must be a relevance in [0, 1], got {v}")));
+    }
+    Ok(v)
 }

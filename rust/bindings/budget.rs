@@ -8,7 +8,12 @@ use super::errors::InvalidArgumentError;
 use super::layer::{layer_arg, PromptLayer};
 use crate::engine::{Budget as CoreBudget, Layer};
 
-/// A token budget: whole window, what is reserved for the answer, optional per-layer caps.
+/// A token budget: the whole window, what is reserved for the answer, optional caps.
+///
+/// Budget(window, reserve=0, caps=None): the request may carry `window - reserve` input
+/// tokens. `caps` maps a PromptLayer or layer name to a size. Caps are reported, never enforced,
+/// unless a rung says `until = "cap"`: a layer that starts over its cap is listed in
+/// `Fit.cap_overruns` and on a `cap` line of the trace.
 #[pyclass(frozen, module = "ctxfast._core", name = "Budget")]
 pub struct Budget {
     pub inner: CoreBudget,
@@ -57,19 +62,22 @@ impl Budget {
         Ok(Self { inner })
     }
 
+    /// The whole context window, in tokens.
     #[getter]
     fn window(&self) -> usize {
         self.inner.window
     }
+    /// Tokens kept free for the answer.
     #[getter]
     fn reserve(&self) -> usize {
         self.inner.reserve
     }
-    /// window - reserve: the most input tokens a request may carry.
+    /// `window - reserve`: the most input tokens a request may carry.
     #[getter]
     fn ceiling(&self) -> usize {
         self.inner.ceiling()
     }
+    /// The per-layer caps that were given (a new dict each call).
     #[getter]
     fn caps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
@@ -94,6 +102,7 @@ impl Budget {
         format!("Budget(window={}, reserve={}{caps})", self.inner.window, self.inner.reserve)
     }
 
+    /// Pickles as `Budget(window, reserve, caps)`.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
         let me = slf.get();

@@ -59,8 +59,9 @@ pub fn resolve_tokenizer<'py>(py: Python<'py>, tokenizer: Option<&Bound<'py, PyA
     }
 }
 
-/// The same resolution for the Python adapters, so a callable keeps one wrapper (and one cache)
-/// whichever entry point it is passed to.
+/// Private, for the adapters: the `tokenizer` argument resolved exactly as `fit` resolves
+/// it (None: the embedded o200k_base; a plain callable: one wrapper, and one count cache,
+/// per callable).
 #[pyfunction]
 #[pyo3(signature = (tokenizer=None))]
 pub fn _resolve_tokenizer<'py>(py: Python<'py>, tokenizer: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Tokenizer>> {

@@ -39,11 +39,17 @@ fn input_names(py: Python<'_>, segs: &[Bound<'_, Segment>], input: &str) -> PyRe
     Ok(InputNames { input: input.to_string(), fixed })
 }
 
-/// Fits `segments` under `budget` by `policy`: counts each unit once, runs the rungs against
-/// projected totals, then makes one authoritative count. `framing` is what each
-/// segment the ladder creates (a digest record) costs beyond its text, e.g. a chat message's
-/// framing, so the projection stays exact for adapters. With `input_name` ("messages"), the
-/// trace and `Unfittable` name units by input position: `messages[3..6]`.
+/// Fits `segments` under `budget` by `policy`, or raises `Unfittable`.
+///
+/// - segments: the request, in order (input order is the age order).
+/// - budget: a Budget (window, reserve, caps).
+/// - policy: a Policy or a preset name; `Policy.context_window()` by default.
+/// - tokenizer: a Tokenizer, a `str -> int` callable, or None for the embedded o200k_base.
+/// - separator: set it when the kept texts are sent joined into one text.
+/// - framing: what each digest record costs beyond its text (the adapters set it).
+/// - input_name: name units by input position in the trace and `Unfittable` (`messages[3..6]`).
+///
+/// Returns a Fit: kept (what to send), evicted, truncated, total, trace (explain()).
 #[pyfunction]
 #[pyo3(signature = (segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None, input_name=None))]
 #[allow(clippy::too_many_arguments)]

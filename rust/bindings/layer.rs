@@ -8,8 +8,10 @@ use super::args;
 use super::errors::InvalidArgumentError;
 use crate::engine::Layer;
 
-/// Where a segment sits in the request. SYSTEM, TOOLS, PINNED and CURRENT_TURN are protected:
-/// no built-in rung touches them.
+/// Which part of a request a segment belongs to.
+///
+/// SYSTEM, TOOLS, PINNED, CURRENT_TURN (protected), CONVERSATION (the default layer of a
+/// Segment), TOOL_RESULT, RETRIEVED, SUMMARY.
 #[pyclass(frozen, eq, eq_int, hash, module = "ctxfast._core", name = "PromptLayer")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
@@ -56,13 +58,13 @@ impl From<Layer> for PromptLayer {
 
 #[pymethods]
 impl PromptLayer {
-    /// A layer from its name, case-insensitive ("retrieved", "RETRIEVED").
+    /// A layer from its name, case-insensitive (`"retrieved"`, `"RETRIEVED"`).
     #[staticmethod]
     fn from_name(name: &Bound<'_, PyAny>) -> PyResult<Self> {
         layer_arg(name, "name").map(Into::into)
     }
 
-    /// The lowercase name used in policies and traces.
+    /// The lowercase name used in policies and traces, e.g. `"current_turn"`.
     #[getter]
     pub fn label(&self) -> &'static str {
         Layer::from(*self).name()
@@ -72,7 +74,7 @@ impl PromptLayer {
         Ok((slf.as_any().get_type().getattr("from_name")?, (slf.get().label(),)))
     }
 
-    /// Whether no built-in rung ever touches this layer.
+    /// Whether this layer is one of the four that no rung may draw from.
     #[getter]
     fn protected(&self) -> bool {
         Layer::PROTECTED.contains((*self).into())

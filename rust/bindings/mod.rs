@@ -3,12 +3,13 @@
 //! lets `errors` map failures.
 //!
 //! Modules, in dependency order (each uses only those above it): `errors`, `args`, `gil`,
-//! `callable` (a user's counter), `tokenizer`, `counting` (which tokenizer, and the dispatch that
-//! runs core work with it), `layer`, `segment`, `budget`, `policy`, `outcome` (the `Fit` objects),
-//! then the entry points `fit`, `rank` and `window`.
+//! `callable` (a user's counter), `cache_info`, `tokenizer`, `counting` (which tokenizer, and the
+//! dispatch that runs core work with it), `layer`, `segment`, `budget`, `policy`, `outcome` (the
+//! `Fit` objects), then the entry points `fit`, `rank` and `window`.
 
 mod args;
 mod budget;
+mod cache_info;
 mod callable;
 mod counting;
 mod errors;

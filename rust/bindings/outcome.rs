@@ -10,15 +10,19 @@ use super::layer::PromptLayer;
 use super::segment::Segment;
 use crate::engine::{self, FitOutcome, Kept, Layer, SegmentData, Target};
 
-/// One removal: the segment as given (nothing is lost), the rung, its tokens and the action.
+/// A segment that left the request in a `fit`, from `Fit.evicted`.
 #[pyclass(frozen, module = "ctxfast._core", name = "Eviction", get_all)]
 pub struct Eviction {
-    /// The segment as it was given: nothing is lost.
+    /// The segment exactly as it was given: nothing is lost.
     segment: Py<Segment>,
+    /// The name of the rung that took it.
     rung: String,
+    /// The rung's position in `Policy.rung_names`, from 0.
     rung_index: usize,
+    /// Its token count when it left (after any truncation).
     tokens: usize,
-    /// "drop", or "digest" when a record stands in its place.
+    /// `"drop"`, or `"digest"` when it was folded into a digest record that is sent in its
+    /// place.
     action: &'static str,
 }
 
@@ -30,14 +34,19 @@ impl Eviction {
     }
 }
 
-/// A segment shortened on a token boundary: the original, the shortened one (sent), the rung.
+/// A body a `truncate` rung shortened and that is still sent, from `Fit.truncated`.
 #[pyclass(frozen, module = "ctxfast._core", name = "Truncation", get_all)]
 pub struct Truncation {
+    /// The segment as it was given.
     original: Py<Segment>,
-    /// The shortened segment, as sent (also in `Fit.kept`).
+    /// The shortened segment, as sent (it is also in `Fit.kept`): the original's fields and
+    /// `meta` with the new text.
     segment: Py<Segment>,
+    /// The name of the rung that shortened it.
     rung: String,
+    /// Its token count before the rung shortened it.
     tokens_before: usize,
+    /// Its token count as sent.
     tokens_after: usize,
 }
 
@@ -48,7 +57,8 @@ impl Truncation {
     }
 }
 
-/// The eviction trace: `str(trace)` renders it; `rows` gives one dict per removal.
+/// The eviction trace of a `fit`: what a reviewer reads to see why a request looks the way
+/// it does. `str(trace)` renders it, the same text as `Fit.explain()`.
 #[pyclass(frozen, module = "ctxfast._core", name = "Trace")]
 pub struct Trace {
     pub inner: engine::trace::Trace,
@@ -62,7 +72,7 @@ impl Trace {
     fn __repr__(&self) -> String {
         self.inner.render()
     }
-    /// One dict per removal, in removal order.
+    /// One dict per removal, rung by rung in the order the rungs ran.
     #[getter]
     fn rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
@@ -82,26 +92,34 @@ impl Trace {
         }
         Ok(out)
     }
-    /// Per-layer sizes at the start, system first (the trace's fixed layer order): [(label, tokens)].
+    /// `[(label, tokens), ...]`: each layer's size before any rung ran, in a fixed order (system,
+    /// tools, pinned, retrieved, summary, conversation, tool_result, current_turn). Layers that
+    /// share a display label are summed under it.
     #[getter]
     fn start(&self) -> Vec<(String, usize)> {
         self.inner.start_layers.clone()
     }
 }
 
-/// Where the removed tokens went, for metrics.
+/// Where a fit's removed tokens went, for metrics.
 #[pyclass(frozen, module = "ctxfast._core", name = "FitLedger", get_all)]
 pub struct FitLedger {
+    /// Tokens of dropped segments that were `recoverable`.
     evicted_recoverable: usize,
+    /// Tokens of dropped segments that were not `recoverable` (dropped digest records count
+    /// here).
     evicted_dispensable: usize,
+    /// Tokens that truncation cut from bodies.
     truncated: usize,
+    /// Tokens the digests saved: their exchanges' tokens less the records' own.
     digested: usize,
+    /// Rows (units acted on) per rung name, for the rungs that fired.
     rung_firings: HashMap<String, usize>,
 }
 
 #[pymethods]
 impl FitLedger {
-    /// Every token taken out of the request, whichever way.
+    /// Every token taken out of the request, whichever way: the sum of the four above.
     #[getter]
     fn removed(&self) -> usize {
         self.evicted_recoverable + self.evicted_dispensable + self.truncated + self.digested
@@ -123,8 +141,7 @@ struct Removed {
     action: &'static str,
 }
 
-/// The result of `fit`: what is sent (`kept`, in input order), what left (`evicted`, in removal
-/// order), the one authoritative `total`, the trace and the ledger.
+/// The result of `fit`: what to send, what left, and the trace that explains it.
 #[pyclass(frozen, module = "ctxfast._core", name = "Fit")]
 pub struct Fit {
     kept: Vec<Py<Segment>>,
@@ -132,16 +149,21 @@ pub struct Fit {
     rung_names: Vec<String>,
     evicted: pyo3::sync::PyOnceLock<Vec<Py<Eviction>>>,
     truncated: Vec<Py<Truncation>>,
+    /// The authoritative token count of what is sent.
     #[pyo3(get)]
     total: usize,
+    /// `window - reserve`: the most input tokens allowed.
     #[pyo3(get)]
     ceiling: usize,
+    /// How far over the ceiling the request was before any rung ran; 0 if it fitted.
     #[pyo3(get)]
     over_by: usize,
     cap_overruns: Vec<(Layer, usize)>,
     trace: Py<Trace>,
+    /// Names of the rungs that acted, in the order they first did.
     #[pyo3(get)]
     rungs_fired: Vec<String>,
+    /// How many authoritative counts the fit made, however many rungs fired.
     #[pyo3(get)]
     count_calls: usize,
     ledger: Py<FitLedger>,
@@ -149,12 +171,12 @@ pub struct Fit {
 
 #[pymethods]
 impl Fit {
-    /// What is sent, in input order (truncated segments shortened, digests in place).
+    /// What to send, in input order.
     #[getter]
     fn kept(&self, py: Python<'_>) -> Vec<Py<Segment>> {
         self.kept.iter().map(|s| s.clone_ref(py)).collect()
     }
-    /// What left, in removal order (the trace's order).
+    /// What left, one entry per segment, in removal order (the trace's order).
     #[getter]
     fn evicted(&self, py: Python<'_>) -> PyResult<Vec<Py<Eviction>>> {
         let built = self.evicted.get_or_try_init(py, || {
@@ -176,15 +198,19 @@ impl Fit {
         })?;
         Ok(built.iter().map(|e| e.clone_ref(py)).collect())
     }
+    /// Bodies that were shortened and are still sent. A body that is truncated and then dropped
+    /// by a later rung is an eviction, not a truncation.
     #[getter]
     fn truncated(&self, py: Python<'_>) -> Vec<Py<Truncation>> {
         self.truncated.iter().map(|s| s.clone_ref(py)).collect()
     }
-    /// ceiling - total: room left for input.
+    /// `ceiling - total`: room left for input.
     #[getter]
     fn spare(&self) -> usize {
         self.ceiling - self.total
     }
+    /// `{layer: tokens over its cap}` for each capped layer that started over its `Budget` cap.
+    /// Caps are reported, never enforced, unless a rung says `until = "cap"`.
     #[getter]
     fn cap_overruns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
@@ -193,10 +219,12 @@ impl Fit {
         }
         Ok(d)
     }
+    /// The eviction trace; `explain()` renders it.
     #[getter]
     fn trace(&self, py: Python<'_>) -> Py<Trace> {
         self.trace.clone_ref(py)
     }
+    /// Where the removed tokens went.
     #[getter]
     fn ledger(&self, py: Python<'_>) -> Py<FitLedger> {
         self.ledger.clone_ref(py)
@@ -205,7 +233,7 @@ impl Fit {
     fn texts(&self, py: Python<'_>) -> Vec<String> {
         self.kept.iter().map(|s| s.bind(py).get().data.text.clone()).collect()
     }
-    /// The trace, rendered.
+    /// The trace, rendered for a reviewer.
     fn explain(&self, py: Python<'_>) -> String {
         self.trace.bind(py).get().inner.render()
     }

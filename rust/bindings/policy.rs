@@ -10,7 +10,11 @@ use super::layer::PromptLayer;
 use crate::engine::{policy_format, presets, Policy as CorePolicy};
 use crate::limits::MAX_DEPTH;
 
-/// A written, reviewable order of sacrifice: ordered rungs plus the protected set.
+/// A reviewable order of sacrifice: an ordered list of rungs plus the protected set.
+///
+/// Presets: context_window() (the default), troubleshooting(), seven_tier(top_k=3),
+/// ranked(keep_last=2), agent(keep_last=2) (the adapters' default), or preset(name). As data:
+/// from_dict(d), from_toml(path), from_toml_str(text); describe() prints the table.
 #[pyclass(frozen, module = "ctxfast._core", name = "Policy")]
 pub struct Policy {
     pub name: Option<String>,
@@ -102,7 +106,8 @@ pub fn policy_arg<'py>(py: Python<'py>, policy: Option<&Bound<'py, PyAny>>, defa
     }
 }
 
-/// The same resolution for the Python adapters (whose default is `agent`).
+/// Private, for the adapters: the `policy` argument resolved as `fit` resolves it, with
+/// `default` naming the preset used for None.
 #[pyfunction]
 #[pyo3(signature = (policy=None, default="context_window"))]
 pub fn _resolve_policy<'py>(py: Python<'py>, policy: Option<&Bound<'py, PyAny>>, default: &str) -> PyResult<Bound<'py, Policy>> {
@@ -111,21 +116,27 @@ pub fn _resolve_policy<'py>(py: Python<'py>, policy: Option<&Bound<'py, PyAny>>,
 
 #[pymethods]
 impl Policy {
-    /// ContextWindow's default: conversation oldest first, then retrieved lowest score first.
+    /// The default (of `fit` and `ContextWindow`): drop conversation, with its tool results and
+    /// summaries, oldest first; then retrieved, lowest score first.
     #[staticmethod]
     fn context_window() -> Self {
         Self::named("context_window", presets::context_window())
     }
 
-    /// Drop oldest exchange (floor: first user turn + last 3); drop lowest-scored chunk (floor
-    /// 4); truncate the lowest-scored chunk body.
+    /// Drop whole exchanges oldest first, keeping the first one and the last three; then
+    /// retrieved chunks lowest score first, keeping the top four; then truncate the
+    /// lowest-scored chunk body, never below 128 tokens. Traces label the conversation layers
+    /// `"history"` and retrieved `"retrieval"`.
     #[staticmethod]
     fn troubleshooting() -> Self {
         Self::named("troubleshooting", presets::troubleshooting())
     }
 
-    /// Stale tool results; retrieved below top-k; covered level-1 summaries; the rolling
-    /// summary; recent turns oldest first.
+    /// Stale tool results oldest first; retrieved below the top `top_k` (3 by default), lowest
+    /// score first; level-1 summaries covered by a held level-2 summary; the rolling summary
+    /// (level 0); then recent conversation turns (with their tool results), oldest first. A tool
+    /// result that is not stale and belongs to no turn is output the model has not used yet: it
+    /// goes last, on its own rung (`unconsumed_tool_results`).
     #[staticmethod]
     #[pyo3(signature = (top_k=None))]
     fn seven_tier(top_k: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -133,7 +144,9 @@ impl Policy {
         Ok(Self::named("seven_tier", presets::seven_tier(k)))
     }
 
-    /// One rung by (recoverable, stale, relevance, size); the last `keep_last` exchanges pinned.
+    /// One rung over every unprotected layer in `rank` order: recoverable first, stale first,
+    /// lowest score first, largest first. The last `keep_last` exchanges (2 by default) are
+    /// kept.
     #[staticmethod]
     #[pyo3(signature = (keep_last=None))]
     fn ranked(keep_last: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -141,8 +154,8 @@ impl Policy {
         Ok(Self::named("ranked", presets::ranked(k)))
     }
 
-    /// Digest old tool exchanges (keeping the last `keep_last`), then drop exchanges oldest
-    /// first, then retrieved lowest score first. The adapters' default.
+    /// The adapters' default, for agent transcripts: old tool exchanges are digested, then
+    /// dropped, oldest first, keeping the last `keep_last` exchanges (2 by default).
     #[staticmethod]
     #[pyo3(signature = (keep_last=None))]
     fn agent(keep_last: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -150,12 +163,21 @@ impl Policy {
         Ok(Self::named("agent", presets::agent(k)))
     }
 
-    /// A preset by name: "context_window", "troubleshooting", "seven_tier", "ranked", "agent".
+    /// A preset by name: `"context_window"` (alias `"default"`), `"troubleshooting"`,
+    /// `"seven_tier"`, `"ranked"` or `"agent"`, with its default arguments.
     #[staticmethod]
     fn preset(name: &Bound<'_, PyAny>) -> PyResult<Self> {
         Self::by_name(args::text(name, "name")?)
     }
 
+    /// A policy from its dict form, the same fields as a TOML policy file.
+    ///
+    /// Top level: rungs (required, tried in order), name, protected (it can only add layers to
+    /// system, tools, pinned and current_turn), labels ({layer: display label}).
+    /// A rung: name, layers, order (oldest | newest | lowest_score | largest | rank), action
+    /// (drop | truncate | digest), filter (stale | recoverable | covered | "level:N"), floor
+    /// ({keep_first, keep_last, keep_top, min_tokens}), min_tokens (truncate only, 128 by
+    /// default), until ("fits", the default, or "cap": run while the layer is over its cap).
     #[staticmethod]
     fn from_dict(d: &Bound<'_, PyAny>) -> PyResult<Self> {
         if !d.is_instance_of::<PyDict>() {
@@ -166,7 +188,7 @@ impl Policy {
         Ok(Self { name, inner })
     }
 
-    /// A policy file in TOML (the same fields as `from_dict`).
+    /// A policy from a TOML file, with the same fields as `from_dict`.
     #[staticmethod]
     fn from_toml(path: &Bound<'_, PyAny>) -> PyResult<Self> {
         let p = args::path(path, "path")?;
@@ -175,32 +197,37 @@ impl Policy {
         Ok(Self { name, inner })
     }
 
-    /// TOML text rather than a file.
+    /// A policy from TOML text, with the same fields as `from_dict`.
     #[staticmethod]
     fn from_toml_str(text: &Bound<'_, PyAny>) -> PyResult<Self> {
         let (name, inner) = policy_format::from_toml(args::text(text, "text")?)?;
         Ok(Self { name, inner })
     }
 
+    /// The dict form: `name` (when set), `protected`, `labels` (only the ones that differ from
+    /// the layer names) and `rungs`. `from_dict` reads it back equal.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         from_value(py, &policy_format::to_value(self.name.as_deref(), &self.inner))
     }
 
-    /// The documented order, first to go … never, as a table.
+    /// The documented order, first to go … never, within 80 columns.
     fn describe(&self) -> String {
         policy_format::describe(self.name.as_deref(), &self.inner)
     }
 
+    /// The preset's name or the `name` field; None for an unnamed custom policy.
     #[getter]
     fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 
+    /// The rungs' names, in the order they run.
     #[getter]
     fn rung_names(&self) -> Vec<String> {
         self.inner.rungs.iter().map(|r| r.name.clone()).collect()
     }
 
+    /// The layers no rung of this policy may draw from.
     #[getter]
     fn protected<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
         let layers: Vec<PromptLayer> = self.inner.protected.iter().map(PromptLayer::from).collect();
@@ -219,6 +246,7 @@ impl Policy {
         other.cast::<Policy>().is_ok_and(|o| o.get().inner == self.inner && o.get().name == self.name)
     }
 
+    /// Pickles as `Policy.from_dict(self.to_dict())`.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
         let d = slf.get().to_dict(py)?;

@@ -9,8 +9,7 @@ use super::gil::{self, Work};
 use crate::engine::rank;
 use crate::limits::MAX_COUNT;
 
-/// For callers with their own structures: the indices to evict, in rank order (recoverable
-/// first, stale first, lowest relevance first, largest first), to free at least `deficit` tokens.
+/// The rank order alone, for callers with their own structures.
 #[pyfunction]
 pub fn evict_indices<'py>(
     py: Python<'py>,

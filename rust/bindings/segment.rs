@@ -6,37 +6,14 @@ use std::sync::Arc;
 
 use portable_atomic::AtomicU128;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyInt, PyMapping, PyString, PyTuple};
 
-use super::args;
+use super::args::{self, ident_arg, score_arg};
 use super::counting::resolve_tokenizer;
 use super::errors::{ArgumentTypeError, InvalidArgumentError};
 use super::layer::{layer_arg, PromptLayer};
 use super::tokenizer::Tokenizer;
 use crate::engine::{Layer, SegmentData, ToolCall};
-
-/// Keys and groups: str, or int (kept as its decimal text).
-fn ident_arg(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<String>> {
-    match obj {
-        None => Ok(None),
-        Some(o) if o.is_none() => Ok(None),
-        Some(o) if o.is_instance_of::<PyString>() => Ok(Some(args::text(o, arg)?.to_string())),
-        Some(o) if o.is_instance_of::<PyInt>() && !o.is_instance_of::<PyBool>() => Ok(Some(o.str()?.to_string())),
-        Some(o) => Err(args::wrong_type(o, arg, "str, int or None")),
-    }
-}
-
-fn score_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
-    let Some(o) = obj else { return Ok(0.0) };
-    if o.is_instance_of::<PyBool>() || !(o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>()) {
-        return Err(args::wrong_type(o, "score", "a float in [0, 1]"));
-    }
-    let v: f64 = o.extract()?;
-    if !(0.0..=1.0).contains(&v) {
-        return Err(InvalidArgumentError::new_err(format!("argument 'score' must be a relevance in [0, 1], got {v}")));
-    }
-    Ok(v)
-}
 
 /// What a digest says about a tool call, read once from `meta` (a mapping with "tool",
 /// "arguments" and "step" keys; other keys are the caller's own).
@@ -69,7 +46,11 @@ fn tool_call(meta: &Bound<'_, PyAny>) -> PyResult<Option<ToolCall>> {
     }))
 }
 
-/// One piece of a request: its text, layer, key, relevance score and flags. Immutable.
+/// One piece of a request, immutable once built; a missing `layer` is CONVERSATION.
+///
+/// Segment(text, layer=CONVERSATION, key=None, score=0.0, *, tokens=None, recoverable=False,
+/// stale=False, group=None, level=None, covers=(), meta=None): each argument is the property of
+/// that name below.
 #[pyclass(frozen, module = "ctxfast._core", name = "Segment")]
 pub struct Segment {
     pub data: Arc<SegmentData>,
@@ -193,53 +174,66 @@ impl Segment {
         Ok(Self::from_data(data, meta.map(|m| m.clone().unbind())))
     }
 
+    /// The text that is sent.
     #[getter]
     fn text(&self) -> &str {
         &self.data.text
     }
+    /// The layer this segment belongs to.
     #[getter]
     fn layer(&self) -> PromptLayer {
         self.data.layer.into()
     }
+    /// The identity key (an int key comes back as its decimal text), or None.
     #[getter]
     fn key(&self) -> Option<&str> {
         self.data.key.as_deref()
     }
+    /// Relevance in [0, 1]; 0.0 unless given.
     #[getter]
     fn score(&self) -> f64 {
         self.data.score
     }
-    /// The caller-given count, if any (see `count()` for the counted one).
+    /// The count the caller gave (`tokens=`), or None; `count()` gives the counted one.
     #[getter]
     fn tokens(&self) -> Option<usize> {
         self.data.tokens
     }
+    /// Whether an authoritative copy exists outside the request.
     #[getter]
     fn recoverable(&self) -> bool {
         self.data.recoverable
     }
+    /// Whether the content is marked out of date.
     #[getter]
     fn stale(&self) -> bool {
         self.data.stale
     }
+    /// The eviction unit this segment belongs to, or None (a unit of its own).
     #[getter]
     fn group(&self) -> Option<&str> {
         self.data.group.as_deref()
     }
+    /// The summary level, or None.
     #[getter]
     fn level(&self) -> Option<i64> {
         self.data.level
     }
+    /// Keys of the level-1 summaries this summary covers; empty unless given.
     #[getter]
     fn covers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, &self.data.covers)
     }
+    /// The caller's object, unchanged, or None.
     #[getter]
     fn meta(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         self.meta_ref(py)
     }
 
-    /// This segment's token count under `tokenizer` (default: the embedded one), computed once.
+    /// This segment's token count under `tokenizer`, computed once.
+    ///
+    /// `tokenizer`: a Tokenizer, a `str -> int` callable, or None for the embedded o200k_base.
+    /// A caller-given `tokens=` is returned as is.
     #[pyo3(signature = (tokenizer=None))]
     fn count(&self, py: Python<'_>, tokenizer: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let tok = resolve_tokenizer(py, tokenizer)?;
@@ -326,6 +320,7 @@ impl Segment {
         format!("Segment({})", parts.join(", "))
     }
 
+    /// Pickles every field, `meta` included (it must be picklable).
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
         let me = slf.get();
@@ -342,6 +337,7 @@ impl Segment {
         Ok((slf.get_type().getattr("_restore")?, state))
     }
 
+    /// Internal: the unpickling constructor.
     #[staticmethod]
     fn _restore(
         text: &Bound<'_, PyAny>,

@@ -7,10 +7,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
 use super::args;
+pub use super::cache_info::CacheInfo;
 use super::callable::{call_counter, truncate_by_calls};
 use super::errors::{file_error, FileKind, InvalidArgumentError, TokenizerLoadError, UnsupportedOperationError};
 use super::gil::{self, Interrupt, Work};
-use crate::cache::{CacheInfo as CoreCacheInfo, CountCache, DEFAULT_CAPACITY};
+use crate::cache::{CountCache, DEFAULT_CAPACITY};
 use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN, INTERRUPT_CHUNK_BYTES};
 
 /// What counts: a native engine (with its cache), or the user's callable (with one of its own).
@@ -20,37 +21,13 @@ enum Backend {
     Callable { func: Py<PyAny>, cache: CountCache, id: u64 },
 }
 
-/// Exact token counting (embedded o200k_base / cl100k_base, a tokenizer.json, a callable or the
-/// estimate) with a bounded per-unit count cache. Immutable and thread-safe.
+/// An exact, thread-safe token counter with a bounded per-unit count cache.
+///
+/// Constructors: default() (o200k_base), from_encoding(name), from_file(path),
+/// from_json(text), from_hf(obj), approximate(chars_per_token=4.0), from_callable(func).
 #[pyclass(frozen, module = "ctxfast._core", name = "Tokenizer")]
 pub struct Tokenizer {
     backend: Backend,
-}
-
-/// Hits, misses, entries and capacity of a tokenizer's count cache.
-#[pyclass(frozen, module = "ctxfast._core", name = "CacheInfo", get_all, eq)]
-#[derive(PartialEq)]
-pub struct CacheInfo {
-    hits: u64,
-    misses: u64,
-    entries: usize,
-    capacity: usize,
-}
-
-#[pymethods]
-impl CacheInfo {
-    fn __repr__(&self) -> String {
-        format!(
-            "CacheInfo(hits={}, misses={}, entries={}, capacity={})",
-            self.hits, self.misses, self.entries, self.capacity
-        )
-    }
-}
-
-impl From<CoreCacheInfo> for CacheInfo {
-    fn from(c: CoreCacheInfo) -> Self {
-        Self { hits: c.hits, misses: c.misses, entries: c.entries, capacity: c.capacity }
-    }
 }
 
 impl Tokenizer {
@@ -156,7 +133,7 @@ fn capacity_or_default(obj: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
 
 #[pymethods]
 impl Tokenizer {
-    /// The embedded o200k_base encoding; no network, no files.
+    /// The embedded `o200k_base` encoding: no network, no files.
     #[staticmethod]
     #[pyo3(signature = (*, cache_capacity=None))]
     fn default(cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -165,6 +142,7 @@ impl Tokenizer {
         Ok(Self { backend: Backend::Native(c) })
     }
 
+    /// An encoding embedded in the wheel: `"o200k_base"` or `"cl100k_base"`.
     #[staticmethod]
     #[pyo3(signature = (name, *, cache_capacity=None))]
     fn from_encoding(
@@ -177,6 +155,7 @@ impl Tokenizer {
         Ok(Self { backend: Backend::Native(c) })
     }
 
+    /// A Hugging Face `tokenizer.json` file (Llama, Qwen, Mistral, ...).
     #[staticmethod]
     #[pyo3(signature = (path, *, cache_capacity=None))]
     fn from_file(path: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -189,6 +168,7 @@ impl Tokenizer {
         Ok(Self::native(c))
     }
 
+    /// A Hugging Face tokenizer from the text of its `tokenizer.json`.
     #[staticmethod]
     #[pyo3(signature = (text, *, cache_capacity=None))]
     fn from_json(text: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -199,7 +179,9 @@ impl Tokenizer {
         Ok(Self::native(c))
     }
 
-    /// A `tokenizers.Tokenizer`, serialised into the core once: no Python call per count.
+    /// A `tokenizers.Tokenizer`, serialised into the core once.
+    ///
+    /// Counting then makes no Python call.
     #[staticmethod]
     #[pyo3(signature = (obj, *, cache_capacity=None))]
     fn from_hf(obj: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -209,8 +191,9 @@ impl Tokenizer {
         Self::from_json(&json, cache_capacity)
     }
 
-    /// The four-characters-a-token estimate (for logs; not for boundary checks). Not cached:
-    /// counting characters is cheaper than hashing them.
+    /// An estimate, `ceil(characters / chars_per_token)`: for logs, never for a boundary.
+    ///
+    /// No cache by default: counting characters costs less than hashing them.
     #[staticmethod]
     #[pyo3(signature = (chars_per_token=None, *, cache_capacity=None))]
     fn approximate(
@@ -225,7 +208,7 @@ impl Tokenizer {
         Ok(Self::native(TokenCounter::approximate(cpt, cap)?))
     }
 
-    /// Any `str -> int` the caller trusts, e.g. a serving stack's own counter.
+    /// Any `str -> int` counter the caller trusts, such as a serving stack's own.
     #[staticmethod]
     #[pyo3(signature = (func, *, cache_capacity=None))]
     fn from_callable(func: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -236,6 +219,10 @@ impl Tokenizer {
         Ok(Self { backend: Backend::Callable { func: func.clone().unbind(), cache: CountCache::new(cap), id: tokenize::next_counter_id() } })
     }
 
+    /// The number of tokens in `text`.
+    ///
+    /// `cache=False` bypasses the count cache. A native engine releases the GIL for texts of
+    /// 4 KB or more.
     #[pyo3(signature = (text, /, *, cache=None))]
     fn count(&self, text: &Bound<'_, PyAny>, cache: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let cache = args::flag(cache, "cache", true)?;
@@ -243,7 +230,9 @@ impl Tokenizer {
         self.count_str(text.py(), t, cache)
     }
 
-    /// Counts of every text, as a numpy int64 array; the GIL is released for the whole batch.
+    /// The count of every text, in order, as a numpy `int64` array.
+    ///
+    /// The GIL is released for the whole batch, and large batches are spread across cores.
     #[pyo3(signature = (texts, /, *, cache=None))]
     fn count_many<'py>(&self, texts: &Bound<'py, PyAny>, cache: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray1<i64>>> {
         let py = texts.py();
@@ -254,6 +243,7 @@ impl Tokenizer {
         Ok(PyArray1::from_vec(py, counts.into_iter().map(|n| n as i64).collect()))
     }
 
+    /// The token ids of `text`, with no special tokens added.
     fn encode(&self, text: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         let py = text.py();
         let t = args::text(text, "text")?;
@@ -263,6 +253,7 @@ impl Tokenizer {
         }
     }
 
+    /// The text of a sequence of token ids.
     fn decode(&self, ids: &Bound<'_, PyAny>) -> PyResult<String> {
         let ids = args::ids(ids, "ids")?;
         match &self.backend {
@@ -271,9 +262,10 @@ impl Tokenizer {
         }
     }
 
-    /// The longest prefix with at most `max_tokens` tokens, cut on a token boundary and never
-    /// inside a character. With a callable counter (no token boundaries known) it is the longest
-    /// character prefix the callable counts within the limit.
+    /// The longest prefix of `text` that counts at most `max_tokens` tokens.
+    ///
+    /// The cut falls on a token boundary, never inside a character; `text` itself comes back
+    /// when it already fits.
     fn truncate<'py>(&self, text: &Bound<'py, PyAny>, max_tokens: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
         let py = text.py();
         let t = args::text(text, "text")?;
@@ -289,6 +281,7 @@ impl Tokenizer {
         Ok(PyString::new(py, cut))
     }
 
+    /// Hits, misses, entries and capacity of this tokenizer's count cache.
     fn cache_info(&self) -> CacheInfo {
         match &self.backend {
             Backend::Native(c) => c.cache_info().into(),
@@ -296,6 +289,7 @@ impl Tokenizer {
         }
     }
 
+    /// Empties the count cache. A shared cache is emptied for every user.
     fn clear_cache(&self) {
         match &self.backend {
             Backend::Native(c) => c.clear_cache(),
@@ -303,7 +297,8 @@ impl Tokenizer {
         }
     }
 
-    /// "o200k_base", "cl100k_base", "huggingface:bpe", "approximate(4)" or "callable:<name>".
+    /// What counts: `"o200k_base"`, `"cl100k_base"`, `"huggingface:bpe"`, `"approximate(4)"` or
+    /// `"callable:<name>"`.
     #[getter]
     fn name(&self, py: Python<'_>) -> String {
         match &self.backend {
@@ -320,12 +315,13 @@ impl Tokenizer {
         }
     }
 
-    /// Whether counts are real tokens (False for the character estimate).
+    /// Whether counts are real tokens: False only for `approximate()`.
     #[getter]
     fn is_exact(&self) -> bool {
         !matches!(&self.backend, Backend::Native(c) if matches!(c.engine(), Engine::Approximate { .. }))
     }
 
+    /// The vocabulary's size; None for `approximate()` and `from_callable()`.
     #[getter]
     fn vocab_size(&self) -> Option<usize> {
         match &self.backend {
@@ -338,8 +334,7 @@ impl Tokenizer {
         format!("Tokenizer({})", self.name(py))
     }
 
-    /// Pickles as the recipe, not the tables: an encoding name, the tokenizer.json text, the
-    /// estimate's ratio, or the callable itself. The cache starts empty on the other side.
+    /// Pickles as the recipe, not the tables; the cache starts empty on the other side.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
         let me = slf.get();
@@ -369,6 +364,7 @@ impl Tokenizer {
         Ok((restore, PyTuple::new(py, [state])?))
     }
 
+    /// Internal: rebuilds a tokenizer from its `__reduce__` recipe.
     #[staticmethod]
     fn _from_state(state: &Bound<'_, PyTuple>) -> PyResult<Self> {
         let kind: String = state.get_item(0)?.extract()?;
@@ -385,7 +381,7 @@ impl Tokenizer {
     }
 }
 
-/// Four characters a token: the module-level estimate.
+/// An estimate at four characters a token: `ceil(code points / 4)`.
 #[pyfunction]
 pub fn approximate_tokens(text: &Bound<'_, PyAny>) -> PyResult<usize> {
     Ok(tokenize::approximate_tokens(args::text(text, "text")?))

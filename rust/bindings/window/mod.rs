@@ -63,8 +63,10 @@ impl ContextWindow {
         })
     }
 
-    /// Holds `segment` unless its key is already held (in any layer): returns False then.
-    /// Counting happens here, once.
+    /// Holds `segment` unless its key is already held, in any layer.
+    ///
+    /// Returns False, holding nothing, when the key is already held. The segment is counted
+    /// here, once; admission never evicts (call fit()).
     fn admit(&self, segment: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = segment.py();
         let seg = segment.cast::<Segment>().map_err(|_| args::wrong_type(segment, "segment", "Segment"))?;
@@ -74,7 +76,7 @@ impl ContextWindow {
         self.admit_one(py, &mut st, seg, counts[0])
     }
 
-    /// A whole turn in one call: admits each segment in order, one bool each.
+    /// Admits a whole turn in one call: each segment in order, as `admit` does.
     fn admit_many(&self, segments: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
         let py = segments.py();
         let segs = segments_arg(segments, "segments")?;
@@ -85,7 +87,10 @@ impl ContextWindow {
         segs.iter().zip(counts).map(|(s, n)| self.admit_one(py, &mut st, s, n)).collect()
     }
 
-    /// Evicts until what is held fits; returns what left, in eviction order.
+    /// Evicts by the policy until what is held fits under the ceiling.
+    ///
+    /// Returns what left, in eviction order; their keys are freed. Raises Unfittable, the
+    /// window unchanged, when the protected set plus the floors cannot fit.
     fn fit(&self, py: Python<'_>) -> PyResult<Vec<Py<Segment>>> {
         let mut guard = lock(py, &self.state)?;
         let st = &mut *guard;
@@ -101,7 +106,7 @@ impl ContextWindow {
         Ok(gone.into_iter().filter(|(_, cause)| cause.by_ladder()).map(|(o, _)| o).collect())
     }
 
-    /// Texts held in `layer`, in admission order.
+    /// The texts held in `layer`, in admission order.
     fn texts(&self, layer: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         let py = layer.py();
         let l = layer_arg(layer, "layer")?;
@@ -109,7 +114,7 @@ impl ContextWindow {
         Ok(st.core.entries().iter().filter(|e| e.seg.layer == l).map(|e| e.seg.text.clone()).collect())
     }
 
-    /// Held segments (of one layer, or all), in admission order.
+    /// The held segments of `layer`, or of every layer when None, in admission order.
     #[pyo3(signature = (layer=None))]
     fn segments(&self, py: Python<'_>, layer: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Py<Segment>>> {
         let l = match layer {
@@ -132,12 +137,13 @@ impl ContextWindow {
         Ok(lock(py, &self.state)?.core.held_tokens())
     }
 
+    /// The `Fit` of the latest successful `fit()`; None before the first.
     #[getter]
     fn last_fit(&self, py: Python<'_>) -> PyResult<Option<Py<Fit>>> {
         Ok(lock(py, &self.state)?.last_fit.as_ref().map(|f| f.clone_ref(py)))
     }
 
-    /// Why `key` is held or absent: status, cycle, rung, tokens before/after.
+    /// Why `key` is held or absent: status, cycle, rung, and tokens before and after.
     fn why(&self, key: &Bound<'_, PyAny>) -> PyResult<Why> {
         let py = key.py();
         let k = args::text(key, "key")?;
@@ -145,7 +151,7 @@ impl ContextWindow {
         Ok(st.core.why(k).map(Why::from)?)
     }
 
-    /// Every key ever admitted, with its current answer.
+    /// The current answer for every key ever admitted, sorted by key.
     fn ledger_entries(&self, py: Python<'_>) -> PyResult<Vec<Why>> {
         let st = lock(py, &self.state)?;
         let mut all: Vec<Why> = st.core.whys().map(Why::from).collect();
@@ -153,12 +159,15 @@ impl ContextWindow {
         Ok(all)
     }
 
+    /// The window's counters and token totals (a snapshot).
     #[getter]
     fn ledger(&self, py: Python<'_>) -> PyResult<WindowLedger> {
         Ok(WindowLedger::from(&lock(py, &self.state)?.core))
     }
 
-    /// Removes a held segment now (recorded like an eviction, key freed); returns it.
+    /// Removes the held segment with `key` now.
+    ///
+    /// Recorded like an eviction (rung "discard") and the key is freed; returns the segment.
     fn discard(&self, key: &Bound<'_, PyAny>) -> PyResult<Py<Segment>> {
         let py = key.py();
         let k = args::text(key, "key")?;
@@ -168,7 +177,7 @@ impl ContextWindow {
         gone.into_iter().next().map(|(o, _)| o).ok_or_else(|| UnknownKeyError::new_err(k.to_string()))
     }
 
-    /// Flags a held segment stale so stale-first policies take it early.
+    /// Flags the held segment with `key` stale, so stale-first rungs take it early.
     fn mark_stale(&self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = key.py();
         let k = args::text(key, "key")?;
@@ -179,9 +188,11 @@ impl ContextWindow {
         Ok(())
     }
 
-    /// Replaces a held segment by a tagged lossy surrogate. Returns False when deferred: this
-    /// cycle admitted new non-recoverable content, so the next fit() counts the original and
-    /// the surrogate replaces it as that fit() returns.
+    /// Replaces the held segment with `key` by a tagged lossy surrogate.
+    ///
+    /// `provenance` is required. Returns False when deferred: this cycle admitted new
+    /// non-recoverable content, so the next fit() counts the original and the surrogate replaces
+    /// it as that fit() returns.
     #[pyo3(signature = (key, surrogate_text, *, provenance=None))]
     fn rewrite(&self, key: &Bound<'_, PyAny>, surrogate_text: &Bound<'_, PyAny>, provenance: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let py = key.py();
@@ -204,7 +215,9 @@ impl ContextWindow {
         }
     }
 
-    /// Replaces the tool exchange holding `key` by its short durable record; returns the record.
+    /// Replaces the tool exchange holding `key` by its short durable record now.
+    ///
+    /// The exchange must hold a TOOL_RESULT. Returns the record.
     fn digest(&self, key: &Bound<'_, PyAny>) -> PyResult<Py<Segment>> {
         let py = key.py();
         let k = args::text(key, "key")?;
@@ -232,29 +245,33 @@ impl ContextWindow {
         Ok(lock(py, &self.state)?.core.entries().len())
     }
 
+    /// The whole context window, in tokens.
     #[getter]
     fn limit_tokens(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(lock(py, &self.state)?.core.limit())
     }
+    /// Tokens kept free for the answer.
     #[getter]
     fn reserve(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(lock(py, &self.state)?.core.reserve())
     }
+    /// `limit_tokens - reserve`: the most tokens a fit leaves held.
     #[getter]
     fn ceiling(&self, py: Python<'_>) -> PyResult<usize> {
         let st = lock(py, &self.state)?;
         Ok(st.core.limit() - st.core.reserve())
     }
-    /// Cycles a key's `why` answer is kept after it leaves; None keeps every answer.
+    /// Fits a key's `why` answer is kept after it leaves, or None (kept for good).
     #[getter]
     fn why_horizon(&self, py: Python<'_>) -> PyResult<Option<u64>> {
         Ok(lock(py, &self.state)?.core.why_horizon())
     }
+    /// The fraction of the ceiling an evicting fit goes down to, or None.
     #[getter]
     fn low_watermark(&self, py: Python<'_>) -> PyResult<Option<f64>> {
         Ok(lock(py, &self.state)?.core.low_watermark())
     }
-    /// Fits so far; a cycle is the admissions since the previous fit.
+    /// Fits completed so far; a cycle is the admissions since the previous fit.
     #[getter]
     fn cycle(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(lock(py, &self.state)?.core.cycle())
@@ -265,30 +282,36 @@ impl ContextWindow {
     fn stable_prefix_tokens(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(lock(py, &self.state)?.core.stable_prefix_tokens())
     }
+    /// The tokenizer that counts for this window (a callable given is wrapped in one).
     #[getter]
     fn tokenizer(&self, py: Python<'_>) -> Py<Tokenizer> {
         self.tokenizer.clone_ref(py)
     }
+    /// The window's policy (a new, equal Policy object each call).
     #[getter]
     fn policy(&self, py: Python<'_>) -> PyResult<Py<Policy>> {
         let st = lock(py, &self.state)?;
         Py::new(py, Policy { name: st.core.policy_name().map(str::to_string), inner: st.core.policy().clone() })
     }
 
-    /// The whole state (held segments, ledger, counters, policy) as bytes, to park a session in
-    /// any store. `meta` objects must be JSON-serialisable here (pickle takes any picklable meta).
+    /// The whole state as versioned JSON bytes, to park a session in any store.
+    ///
+    /// Every held `meta` must be JSON-serialisable here; pickle takes any picklable `meta`.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         persist::to_bytes(py, self)
     }
 
-    /// Restores `to_bytes()` output. Windows that counted with an embedded encoding or the
-    /// estimate bring their tokenizer along; others need `tokenizer=` again.
+    /// Restores `to_bytes()` output, ledger and all.
+    ///
+    /// Windows that counted with an embedded encoding or the estimate bring their tokenizer
+    /// along; others need `tokenizer=` again.
     #[staticmethod]
     #[pyo3(signature = (data, tokenizer=None))]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, tokenizer: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         persist::from_bytes(py, data, tokenizer)
     }
 
+    /// Pickles the whole state with the tokenizer (a callable must be picklable).
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
         let me = slf.get();
@@ -298,6 +321,7 @@ impl ContextWindow {
         Ok((restore, args))
     }
 
+    /// Internal: the unpickling constructor.
     #[staticmethod]
     fn _restore(core: &Bound<'_, PyBytes>, metas: &Bound<'_, PyDict>, tokenizer: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = core.py();

@@ -23,8 +23,19 @@ pub(super) struct State {
     pub(super) last_fit: Option<Py<Fit>>,
 }
 
-/// A conversation's window across turns: keyed admission, eviction by policy, a ledger that
-/// answers for every key, tagged rewrites, an optional low watermark, and persistence.
+/// A token window across turns, one per conversation.
+///
+/// ContextWindow(limit_tokens, tokenizer=None, policy=None, reserve=None, *,
+/// low_watermark=None, why_horizon=None)
+///
+/// - tokenizer: a Tokenizer, a `str -> int` callable, or None for the embedded o200k_base.
+/// - policy: a Policy or a preset name; `Policy.context_window()` by default.
+/// - reserve: tokens kept free for the answer (0 by default).
+/// - low_watermark: a fraction in (0, 1]: an evicting fit goes down to that share of the
+///   ceiling, so the next turns append without moving the cut.
+/// - why_horizon: forget why(key) answers for keys that left more than N fits ago.
+///
+/// Use: admit(segment) / admit_many(segments), then fit() each turn; texts(layer) to assemble.
 #[pyclass(frozen, module = "ctxfast._core", name = "ContextWindow")]
 pub struct ContextWindow {
     pub(super) tokenizer: Py<Tokenizer>,
