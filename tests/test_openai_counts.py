@@ -230,3 +230,15 @@ def test_name_counted_by_the_openai_adapter_and_the_langchain_default_counter() 
     with_name = [HumanMessage("go"), call, ToolMessage("ok", tool_call_id="c1", name="f")]
     without = [HumanMessage("go"), call, ToolMessage("ok", tool_call_id="c1")]
     assert trim_messages(with_name, max_tokens=1000).fit.total == trim_messages(without, max_tokens=1000).fit.total
+
+
+def test_a_lone_surrogate_in_a_later_description_line_names_its_offset() -> None:
+    """The namespace is one string: an error still names the tool, the field and the offset in
+    the caller's own text (here in the second line of a description)."""
+    from ctxfast import TextEncodingError
+
+    tools = tool("f", "ok") + tool("g", "ab\ncd\ud800")
+    with pytest.raises(TextEncodingError) as info:
+        fit_messages([SYSTEM], 10_000, tools=tools)
+    assert "tools[1].function.description" in str(info.value)
+    assert (info.value.argument, info.value.index, info.value.position) == ("tools", 1, 5)

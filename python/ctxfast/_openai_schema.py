@@ -29,6 +29,7 @@ type lists and ``anyOf``/``oneOf`` follow openai/harmony; no API count covers th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 from ctxfast import _payload
@@ -59,23 +60,26 @@ _SCALARS = {"string": "string", "number": "number", "integer": "number", "boolea
 
 
 class _Text:
-    """The rendered namespace as pieces, with where each caller-provided field starts in it."""
+    """The rendered namespace as pieces, with where each caller-provided field starts in it.
+    Offsets are worked out once at the end (``origins``): appending a piece is all the
+    rendering pays."""
 
-    __slots__ = ("parts", "pos", "origins", "item")
+    __slots__ = ("parts", "add", "marks", "item")
 
     def __init__(self) -> None:
         self.parts: list[str] = []
-        self.pos = 0
-        self.origins: list[Origin] = []
+        self.add = self.parts.append
+        #: (path, tool index, the piece it starts at, a shift of that start)
+        self.marks: list[tuple[str, int, int, int]] = []
         self.item = 0
 
-    def add(self, s: str) -> None:
+    def field(self, s: str, path: str, shift: int = 0) -> None:
+        self.marks.append((path, self.item, len(self.parts), shift))
         self.parts.append(s)
-        self.pos += len(s)
 
-    def field(self, s: str, path: str) -> None:
-        self.origins.append(Origin(path, self.item, self.pos))
-        self.add(s)
+    def origins(self) -> tuple[Origin, ...]:
+        starts = list(accumulate(map(len, self.parts), initial=0))
+        return tuple(Origin(path, item, starts[k] + shift) for path, item, k, shift in self.marks)
 
 
 def render(tools: Sequence[Any]) -> tuple[str, Where]:
@@ -98,10 +102,10 @@ def render(tools: Sequence[Any]) -> tuple[str, Where]:
             consumed = 0
             for line in desc_text.split("\n"):
                 out.add("// ")
-                # The origin's start is where the description would begin, so that a position
-                # in any line maps back to an offset in the caller's description.
-                out.origins.append(Origin(f"{at}.description", i, out.pos - consumed))
-                out.add(line + "\n")
+                # The origin's start is shifted to where the description would begin, so that a
+                # position in any line maps back to an offset in the caller's description.
+                out.field(line, f"{at}.description", -consumed)
+                out.add("\n")
                 consumed += len(line) + 1
         out.add("type ")
         out.field(name, f"{at}.name")
@@ -118,13 +122,13 @@ def render(tools: Sequence[Any]) -> tuple[str, Where]:
         else:
             out.add(" = () => any;\n\n")
     out.add("} // namespace functions")
-    return "".join(out.parts), tuple(out.origins)
+    return "".join(out.parts), out.origins()
 
 
 def _properties(out: _Text, obj: dict[str, Any], at: str, depth: int, check: bool = False) -> None:
-    """An object's properties, one per line, each after its comments. With `check`, each
-    top-level property's whole schema is then checked (depth, str keys, JSON values), so what
-    the rendering does not read is still refused as before."""
+    """An object's properties, one per line, each after its comments. With `check`, a top-level
+    property's whole schema is then checked (depth, str keys, JSON values) where the rendering
+    may not have read all of it, so such input is still refused as before."""
     required = obj.get("required")
     required = set(r for r in required if isinstance(r, str)) if isinstance(required, list) else set()
     props = obj.get("properties") or {}
@@ -162,7 +166,10 @@ def _properties(out: _Text, obj: dict[str, Any], at: str, depth: int, check: boo
             else:
                 out.field(_payload.as_json(default, prop, ".default"), f"{prop}.default")
         out.add("\n")
-        if check:
+        if check and (not isinstance(spec, dict) or spec.get("type") in (None, "object", "array")):
+            # What the rendering may not read (an untyped or nested schema's other keys) is still
+            # checked, as when such schemas were counted by their JSON; a flat typed property's
+            # fields are all read above.
             _payload.check_tree(spec, prop, strict_json=True)
 
 
