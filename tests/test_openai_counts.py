@@ -242,3 +242,40 @@ def test_a_lone_surrogate_in_a_later_description_line_names_its_offset() -> None
         fit_messages([SYSTEM], 10_000, tools=tools)
     assert "tools[1].function.description" in str(info.value)
     assert (info.value.argument, info.value.index, info.value.position) == ("tools", 1, 5)
+
+
+#: LiteLLM's 13 text messages with the API's counts (gpt-35-turbo, cl100k_base), each sent alone.
+TEXT_CASES: list[tuple[dict[str, Any], int]] = [
+    ({"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate "
+                                   "jargon into plain English."}, 25),
+    ({"role": "system", "content": "You are a bot."}, 12),
+    ({"role": "system", "content": "Assistant helps the company employees with their healthcare plan questions, "
+                                   "and questions about the employee handbook. Be brief in your answers."}, 31),
+    ({"role": "system", "content": "á"}, 8),
+    ({"role": "system", "name": "example_user", "content": "New synergies will help drive top-line growth."}, 20),
+    ({"role": "user", "content": "Hello, how are you?"}, 13),
+    ({"role": "user", "content": "á"}, 8),
+    ({"role": "user", "content": "What happens in a performance review?"}, 14),
+    ({"role": "user", "content": "Is there a dress code?"}, 13),
+    ({"role": "user", "content": "What does a Product Manager do?"}, 14),
+    ({"role": "assistant", "content": (
+        "During the performance review at Contoso Electronics, the supervisor will discuss the employee's "
+        "performance over the past year and provide feedback on areas for improvement. They will also provide an "
+        "opportunity for the employee to discuss their goals and objectives for the upcoming year. The review is a "
+        "two-way dialogue between managers and employees, and employees will receive a written summary of their "
+        "performance review which will include a rating of their performance, feedback, and goals and objectives "
+        "for the upcoming year [employee_handbook-3.pdf].")}, 106),
+    ({"role": "assistant", "content": (
+        "The supervisor will discuss the employee's performance and provide feedback on areas for improvement. "
+        "They will also provide an opportunity for the employee to discuss their goals and objectives for the "
+        "upcoming year. The review is a two-way dialogue between managers and employees, and employees will "
+        "receive a written summary of their performance review which will include a rating of their performance, "
+        "feedback, and goals for the upcoming year [employee_handbook-3.pdf].")}, 91),
+    ({"role": "assistant", "content": "Yes, there is a dress code at Contoso Electronics. Look sharp! "
+                                      "[employee_handbook-1.pdf]"}, 30),
+]
+
+
+@pytest.mark.parametrize("message,api", TEXT_CASES)
+def test_api_measured_text_message(message: dict[str, Any], api: int) -> None:
+    assert fit_messages([message], 10_000, tokenizer=CL100K)[1].total == api
