@@ -8,7 +8,7 @@ How the request is counted, and how exact each part is:
   Every reply is primed with 3 more tokens. These are the constants of OpenAI's token-counting
   cookbook. They reproduce the API's figures there (129 tokens with cl100k_base and 124 with
   o200k_base on its six-message example), and ``tests/test_adapters_openai.py`` checks the
-  formula on those cases.
+  formula on those cases; ``tests/test_openai_counts.py`` on 13 more API counts (LiteLLM's).
 - **Newer models** (gpt-4.1, gpt-5, the o-series): OpenAI publishes no constants. The same 3/1/3
   is assumed, as LangChain assumes it.
 - **``tools``: rendered as the API renders them, then tokenized** (``ctxfast._openai_schema``):
@@ -18,7 +18,8 @@ How the request is counted, and how exact each part is:
   string, plus 9 tokens, minus 4 when the request has a system (or developer) message (the
   namespace joins it, and its text gets a trailing line feed). Checked against the 18 schema
   cases whose counts LiteLLM's tests took from the API: 13 exact, 5 one token over (a
-  property with no description right after ``{``). Defaults, examples, type lists and
+  property with no description right after ``{``), and exact on the cookbook's weather example
+  (105 on cl100k_base, 101 on o200k_base). Defaults, examples, type lists and
   ``anyOf`` follow openai/harmony's renderer, unmeasured: an estimate.
 - **``tool_choice``**: ``"none"`` adds 1 token; naming a function adds 7 plus the name's tokens
   (API counts: 66 → 67 and 66 → 75); ``"auto"`` adds nothing; ``"required"`` and
