@@ -11,7 +11,8 @@ module docstring documents, written out independently in ``cookbook_total``:
     total = 3 (reply priming)
           + Σ_messages [ 3 + T(role) + T(content) + (T(name) + 1 if name)
                          + Σ_tool_calls (T(function.name) + T(function.arguments) + 3) ]
-          + tool schemas (cookbook ``num_tokens_for_tools`` rules)
+          + tools: T(the schemas as a TypeScript namespace) + 9, − 4 with a system message
+            (whose text then ends in "\n"), written out again in ``namespace_tools_cost``
 """
 
 from __future__ import annotations
@@ -108,49 +109,65 @@ def _counter(enc: Any):
     return lambda s: len(enc.encode_ordinary(s))
 
 
-def _description(spec: dict) -> str:
-    """A description as the cookbook counts it: without its final period."""
-    desc = spec.get("description", "")
-    return desc[:-1] if desc.endswith(".") else desc
+def _ts_lines(obj: dict, out: list[str]) -> None:
+    """An object's properties as the namespace's lines (flat and nested schemas of these tests)."""
+    required = obj.get("required", [])
+    for key, spec in obj.get("properties", {}).items():
+        if spec.get("description"):
+            out.append("// " + spec["description"])
+        kind = spec.get("type")
+        if "enum" in spec:
+            ts = " | ".join(f'"{v}"' if isinstance(v, str) else json.dumps(v) for v in spec["enum"])
+        elif kind == "array":
+            ts = {"integer": "number"}.get(spec["items"]["type"], spec["items"]["type"]) + "[]"
+        elif kind == "object":
+            inner: list[str] = []
+            _ts_lines(spec, inner)
+            ts = "{\n" + "".join(line + "\n" for line in inner) + "}"
+        else:
+            ts = {"integer": "number"}.get(kind, kind or "any")
+        out.append(f"{key}{'' if key in required else '?'}: {ts},")
 
 
-def cookbook_tools_cost(tools: list[dict] | None, enc: Any) -> int:
-    """The cookbook's ``num_tokens_for_tools`` for flat schemas (func_init 10 on cl100k, 7 on o200k)."""
+def namespace_tools_cost(tools: list[dict] | None, enc: Any, has_system: bool) -> int:
+    """The tools' cost as the module docstring documents it, written out again: the namespace
+    text's tokens, + 9, − 4 when the request has a system message."""
     if not tools:
         return 0
-    T = _counter(enc)
-    func_init = 10 if enc.name == "cl100k_base" else 7
-    total = 0
+    lines = ["namespace functions {", ""]
     for tool in tools:
         fn = tool["function"]
-        total += func_init + T(f"{fn['name']}:{_description(fn)}")
-        props = (fn.get("parameters") or {}).get("properties") or {}
-        if props:
-            total += 3
-            for key, spec in props.items():
-                total += 3
-                if "enum" in spec:
-                    total += -3 + sum(3 + T(str(v)) for v in spec["enum"])
-                total += T(f"{key}:{spec['type']}:{_description(spec)}")
-    return total + 12
+        if fn.get("description"):
+            lines.append("// " + fn["description"])
+        if (fn.get("parameters") or {}).get("properties"):
+            lines.append(f"type {fn['name']} = (_: {{")
+            _ts_lines(fn["parameters"], lines)
+            lines.append("}) => any;")
+        else:
+            lines.append(f"type {fn['name']} = () => any;")
+        lines.append("")
+    lines.append("} // namespace functions")
+    return len(enc.encode_ordinary("\n".join(lines))) + 9 - (4 if has_system else 0)
 
 
 def cookbook_total(messages: list[dict], enc: Any, tools: list[dict] | None = None) -> int:
     """The documented formula, applied to what is actually sent."""
     T = _counter(enc)
     n = 3  # every reply is primed with <|start|>assistant<|message|>
-    for m in messages:
+    systems = [k for k, m in enumerate(messages) if m["role"] in ("system", "developer")]
+    for k, m in enumerate(messages):
         n += 3 + T(m["role"])
         content = m.get("content")
         if isinstance(content, str):
-            n += T(content)
+            # with tools, the first system message's text gains a line feed (the namespace joins it)
+            n += T(content + "\n" if tools and systems and k == systems[0] else content)
         elif isinstance(content, list):
             n += sum(T(p["text"]) for p in content if p.get("type") == "text")
         if m.get("name"):
             n += T(m["name"]) + 1
         for call in m.get("tool_calls") or ():
             n += T(call["function"]["name"]) + T(call["function"]["arguments"]) + 3
-    return n + cookbook_tools_cost(tools, enc)
+    return n + namespace_tools_cost(tools, enc, bool(systems))
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +262,7 @@ def test_cookbook_weather_tool_exact(encoding: str, encs: dict[str, Any]) -> Non
     assert cookbook_total(WEATHER_MESSAGES, encs[encoding], WEATHER_TOOLS) == WEATHER_TOTALS[encoding]
     # the schemas are their own protected layer: removing them removes exactly their cost
     _, bare = fit_messages(WEATHER_MESSAGES, 10_000, tokenizer=Tokenizer.from_encoding(encoding))
-    assert fit.total - bare.total == cookbook_tools_cost(WEATHER_TOOLS, encs[encoding])
+    assert fit.total - bare.total == namespace_tools_cost(WEATHER_TOOLS, encs[encoding], True)
     assert dict(fit.trace.start)["tools"] == fit.total - bare.total
 
 
@@ -283,7 +300,9 @@ def test_tool_calls_and_tools_are_counted(encoding: str, encs: dict[str, Any]) -
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_nested_schema_counted_by_its_json(encoding: str, encs: dict[str, Any]) -> None:
+def test_array_schema_rendered_as_typescript(encoding: str, encs: dict[str, Any]) -> None:
+    """Formerly counted by its JSON text (an estimate 20 tokens over on the API's array case):
+    an array property is ``T[]`` in the namespace the model reads."""
     T = _counter(encs[encoding])
     spec = {"type": "array", "items": {"type": "string"}, "description": "Paths to read"}
     tool = {"type": "function", "function": {"name": "read_many", "description": "Read files.",
@@ -291,9 +310,9 @@ def test_nested_schema_counted_by_its_json(encoding: str, encs: dict[str, Any]) 
     msgs = [{"role": "user", "content": "go"}]
     _, with_tool = fit_messages(msgs, 10_000, tools=[tool], tokenizer=Tokenizer.from_encoding(encoding))
     _, bare = fit_messages(msgs, 10_000, tokenizer=Tokenizer.from_encoding(encoding))
-    func_init = 10 if encoding == "cl100k_base" else 7
-    expected = func_init + T("read_many:Read files") + 3 + 3 + T("paths:" + json.dumps(spec, sort_keys=True)) + 12
-    assert with_tool.total - bare.total == expected
+    text = ("namespace functions {\n\n// Read files.\ntype read_many = (_: {\n// Paths to read\n"
+            "paths?: string[],\n}) => any;\n\n} // namespace functions")
+    assert with_tool.total - bare.total == T(text) + 9 == namespace_tools_cost([tool], encs[encoding], False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -486,7 +505,7 @@ def test_unfittable_names_the_protected_parts(encs: dict[str, Any]) -> None:
     assert (e.ceiling, e.total, e.shortfall) == (protected - 1, protected, 1)
     sizes = {label: n for label, n in e.components if label != "system"}  # system: prompt + priming
     assert sizes["current_turn"] == cookbook_total(inp[last_user_index(inp):], enc) - 3
-    assert sizes["tools"] == cookbook_tools_cost(TOOLS, enc)
+    assert sizes["tools"] == namespace_tools_cost(TOOLS, enc, any(m["role"] == "system" for m in inp))
     assert sum(n for _, n in e.components) == protected
     message = str(e).replace(",", "")
     assert "current_turn" in message and "system" in message and str(protected - 1) in message

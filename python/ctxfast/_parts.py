@@ -3,13 +3,23 @@ text (its truncatable string). ``ctxfast.openai`` documents the rules; this modu
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Union
 
-from ctxfast import _payload, _shapes
+from ctxfast import _image_size, _payload, _shapes
 from ctxfast._errors import ArgumentTypeError
 from ctxfast._payload import Origin, Where
 
+#: ``detail: low``: one 512-px image, always; an image whose size is not known (``detail``
+#: high or auto): the 1,024×1,024 figure of OpenAI's vision guide, an estimate.
 IMAGE_LOW, IMAGE_DEFAULT = 85, 765
+#: OpenAI's published tile rule (vision guide, "Calculating costs"): scale to fit 2,048×2,048,
+#: then scale the shortest side down to 768, then 170 per 512-px tile plus 85. Images are
+#: only scaled down: a 1×1 PNG at ``detail: high`` is one tile, 255 tokens (an API count).
+IMAGE_BASE, IMAGE_PER_TILE = 85, 170
+IMAGE_FIT_SIDE, IMAGE_SHORT_SIDE, IMAGE_TILE_SIDE = 2048, 768, 512
+#: How a caller says how large an image is: ``{url: (width, height)}`` or a callable of the URL.
+ImageSizes = Union[Mapping[str, tuple[int, int]], Callable[[str], Union[tuple[int, int], None]]]
 #: ``input_audio`` estimate: tokens per second of audio, and the bytes a second takes by format
 #: (wav: 16 kHz 16-bit mono; mp3: 128 kb/s).
 AUDIO_TOKENS_PER_SECOND = 10
@@ -41,8 +51,47 @@ def _audio_tokens(audio: Any, where: str) -> int:
     return max(1, -(-len(data) * 3 // 4 * AUDIO_TOKENS_PER_SECOND // rate))
 
 
+def image_tokens(width: int, height: int, detail: Any = "auto") -> int:
+    """The tile rule for an image of `width` × `height` pixels (``IMAGE_BASE`` and friends).
+    ``auto`` is counted as ``high``: the API may choose low for it, so this is an upper bound."""
+    if detail == "low":
+        return IMAGE_LOW
+    w, h = max(1, int(width)), max(1, int(height))
+    if max(w, h) > IMAGE_FIT_SIDE:
+        longest = max(w, h)
+        w, h = max(1, w * IMAGE_FIT_SIDE // longest), max(1, h * IMAGE_FIT_SIDE // longest)
+    if min(w, h) > IMAGE_SHORT_SIDE:
+        shortest = min(w, h)
+        w, h = max(1, w * IMAGE_SHORT_SIDE // shortest), max(1, h * IMAGE_SHORT_SIDE // shortest)
+    tiles = -(-w // IMAGE_TILE_SIDE) * -(-h // IMAGE_TILE_SIDE)
+    return IMAGE_BASE + IMAGE_PER_TILE * tiles
+
+
+def _image_part_tokens(image: dict[str, Any], at: str, sizes: ImageSizes | None) -> int:
+    """One ``image_url`` part: 85 at ``detail: low``; else the tile rule on the size the caller
+    gives (``sizes``) or a ``data:`` URL's header holds; else ``IMAGE_DEFAULT``, an estimate."""
+    detail = image.get("detail", "auto")
+    if detail == "low":
+        return IMAGE_LOW
+    url = image.get("url")
+    size = None
+    if isinstance(url, str):
+        if sizes is not None:
+            size = sizes.get(url) if isinstance(sizes, Mapping) else sizes(url)
+        if size is None:
+            size = _image_size.of_data_url(url)
+    if size is None:
+        return IMAGE_DEFAULT
+    if (
+        not isinstance(size, tuple) or len(size) != 2
+        or not all(type(v) is int and v > 0 for v in size)
+    ):
+        raise ArgumentTypeError(f"image_sizes for {at}.image_url must be (width, height), two positive ints")
+    return image_tokens(size[0], size[1], detail)
+
+
 def content_strings(
-    content: Any, where: str, origins: list[Where] | None = None
+    content: Any, where: str, origins: list[Where] | None = None, sizes: ImageSizes | None = None
 ) -> tuple[list[str], int, Main | None]:
     """The strings of a content field, the tokens of its non-text parts and its longest text
     field; with `origins`, where each string came from is appended to it (only to word an error)."""
@@ -75,7 +124,7 @@ def content_strings(
                     image = {"url": image}
                 if not isinstance(image, dict):
                     raise ArgumentTypeError(f"{at}.image_url must be a dict or a URL string")
-                extra += IMAGE_LOW if image.get("detail") == "low" else IMAGE_DEFAULT
+                extra += _image_part_tokens(image, at, sizes)
             elif kind == "input_audio":
                 extra += _audio_tokens(part.get("input_audio"), at)
             elif kind == "file":

@@ -52,7 +52,7 @@ from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, CounterError, InvalidArgumentError, UnsupportedOperationError
 from ctxfast._payload import Message, Origin, ToolLink, Where
 from ctxfast._rounds import replace_at
-from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL
+from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL
 
 __all__ = ["trim_messages"]
 
@@ -150,6 +150,14 @@ def _counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
         "argument 'token_counter' must be a callable, a chat model, 'approximate' or None, "
         f"not {type(token_counter).__name__}"
     )
+
+
+def _name(m: Any, where: str) -> str:
+    """A message's ``name`` as ChatOpenAI sends it ("" when unset), read safely. A
+    ``ToolMessage``'s name is not sent (langchain-openai keeps only content, role and
+    tool_call_id for a tool message), so it is not counted."""
+    name = getattr(m, "name", None) if getattr(m, "type", None) != "tool" else None
+    return _payload.text(name, where, ".name") if name else ""
 
 
 def _calls(m: Any, where: str) -> list[tuple[str, str, Any]]:
@@ -280,8 +288,12 @@ def _trim(
         framing = 0
         if mode == "native":
             strings = [piece for _, piece in pieces] + [_ROLE[m.type]]
+            msg_name = _name(m, where)
+            if msg_name:
+                # OpenAI's framing: a named message costs its name and 1 more token.
+                strings.append(msg_name)
             strings += [s for name, args, _ in calls for s in (name, args)]
-            framing = TOKENS_PER_MESSAGE + TOKENS_PER_TOOL_CALL * len(calls)
+            framing = TOKENS_PER_MESSAGE + TOKENS_PER_TOOL_CALL * len(calls) + (TOKENS_PER_NAME if msg_name else 0)
         elif mode == "approximate":
             # The pieces as one text (joined by line feeds), as this mode has always measured them.
             chars = sum(len(piece) + 1 for _, piece in pieces) - bool(pieces)
@@ -330,6 +342,8 @@ def _trim(
         origins: list[Where] = []
         _pieces(messages[i].content, where, origins)
         origins.append(Origin(f"{where}.type"))
+        if _name(messages[i], where):
+            origins.append(Origin(f"{where}.name"))
         for k in range(len(_calls(messages[i], where))):
             origins += [Origin(f"{where}.tool_calls[{k}].name"), Origin(f"{where}.tool_calls[{k}].args")]
         return origins

@@ -8,18 +8,34 @@ How the request is counted, and how exact each part is:
   Every reply is primed with 3 more tokens. These are the constants of OpenAI's token-counting
   cookbook. They reproduce the API's figures there (129 tokens with cl100k_base and 124 with
   o200k_base on its six-message example), and ``tests/test_adapters_openai.py`` checks the
-  formula on those cases.
+  formula on those cases; ``tests/test_openai_counts.py`` on 13 more API counts (LiteLLM's).
 - **Newer models** (gpt-4.1, gpt-5, the o-series): OpenAI publishes no constants. The same 3/1/3
   is assumed, as LangChain assumes it.
-- **``tools`` schemas: an estimate, exact on flat schemas.** The cookbook's rules: 7 tokens per
-  function plus ``name:description``; 3 for a parameters object; 3 plus ``key:type:description``
-  per property; enums −3 + 3 + value per item; 12 once. Nested schemas are counted by their JSON
-  text.
+- **``tools``: rendered as the API renders them, then tokenized** (``ctxfast._openai_schema``):
+  the schemas become the TypeScript namespace the model reads (``namespace functions {`` ...
+  ``type name = (_: {`` ... ``}) => any;``: descriptions as ``//`` comments, ``?`` on optional
+  properties, enums as ``"a" | "b"``, arrays as ``T[]``, nested objects inline), tokenized as one
+  string, plus 9 tokens, minus 4 when the request has a system (or developer) message (the
+  namespace joins it, and its text gets a trailing line feed). Checked against the 18 schema
+  cases whose counts LiteLLM's tests took from the API: 13 exact, 5 one token over (a
+  property with no description right after ``{``), and exact on the cookbook's weather example
+  (105 on cl100k_base, 101 on o200k_base). Defaults, examples, type lists and
+  ``anyOf`` follow openai/harmony's renderer, unmeasured: an estimate.
+- **``tool_choice``**: ``"none"`` adds 1 token; naming a function adds 7 plus the name's tokens
+  (API counts: 66 → 67 and 66 → 75); ``"auto"`` adds nothing; ``"required"`` and
+  ``allowed_tools`` are unmeasured and counted as ``"auto"``. All constants are in
+  ``ctxfast._openai_schema.OVERHEADS``.
 - **Assistant ``tool_calls`` and ``tool`` messages: an estimate.** OpenAI documents nothing here.
   Each call costs its name, its arguments and 3 tokens, which reproduces the one public
   API data point.
-- **Images, audio and files: estimates.** ``image_url``: 85 tokens at ``detail: low``, 765
-  otherwise (a 1024×1024 image). ``input_audio``: ``AUDIO_TOKENS_PER_SECOND`` (10) per second,
+- **Images** (``image_url``), OpenAI's published tile rule: ``detail: low`` is 85; ``high`` and
+  ``auto`` (counted as high, an upper bound) scale the image to fit 2,048×2,048, then its
+  shortest side down to 768, and cost 170 per 512-px tile plus 85, never scaling up (a 1×1
+  PNG is 255, an API count). The size comes from ``image_sizes=`` (``{url: (w, h)}`` or a
+  callable) or from the header of a ``data:`` URL (PNG, JPEG, GIF, WebP); then the count is
+  exact by the rule. A URL of unknown size costs 765 (the 1,024×1,024 case): an estimate.
+  Per-model image multipliers (gpt-4o-mini, the patch-based models) are not applied.
+- **Audio and files: estimates.** ``input_audio``: ``AUDIO_TOKENS_PER_SECOND`` (10) per second,
   the length taken from the base64 data at ``AUDIO_BYTES_PER_SECOND`` (wav 32,000, mp3 16,000
   bytes a second). ``file`` (a PDF): ``FILE_TOKENS`` (1,600) per file. ``refusal`` parts and the
   ``refusal`` field count their text; the legacy ``function_call`` counts like a tool call; an
@@ -74,7 +90,9 @@ from ctxfast._parts import FILE_TOKENS as FILE_TOKENS
 from ctxfast._parts import IMAGE_DEFAULT as IMAGE_DEFAULT
 from ctxfast._parts import IMAGE_LOW as IMAGE_LOW
 from ctxfast._parts import PART_TYPES as PART_TYPES
-from ctxfast._parts import Main, content_strings
+from ctxfast._parts import ImageSizes, Main, content_strings
+from ctxfast._openai_schema import OVERHEADS as OVERHEADS
+from ctxfast._openai_schema import tools_parts
 
 __all__ = ["fit_messages", "message_framing", "REPLY_PRIMING", "TOKENS_PER_MESSAGE"]
 
@@ -86,11 +104,6 @@ TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
 #: Per tool call in an assistant message (community estimate, see the module docstring).
 TOKENS_PER_TOOL_CALL = 3
-# Tool-schema constants of the cookbook: per function 7 on the gpt-4o family (o200k_base),
-# 10 on gpt-3.5-turbo / gpt-4 (cl100k_base); the rest are shared.
-FUNC_INIT = {"cl100k_base": 10}
-FUNC_INIT_DEFAULT = 7
-PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 3, 3, -3, 3, 12
 #: The roles of Chat Completions (``function``: the legacy function-calling result).
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 #: The message fields read (``audio`` and ``annotations`` are known and not counted).
@@ -102,12 +115,12 @@ _NO_CALLS: list[Any] = []  # shared, never appended to
 
 
 def _read_message(
-    m: dict[str, Any], where: str, origins: list[Where] | None = None
+    m: dict[str, Any], where: str, origins: list[Where] | None = None, sizes: ImageSizes | None = None
 ) -> tuple[list[str], int, dict[str, str] | None, list[tuple[int, Any]], Main | None]:
     """One message's counted strings, the tokens of its non-text parts, its digest meta, its
     tool calls' (index, id) and its longest text field; with `origins`, where each string came
     from is appended to it."""
-    strings, extra, main = content_strings(m.get("content"), where, origins)
+    strings, extra, main = content_strings(m.get("content"), where, origins, sizes)
     strings.append(m["role"])
     if origins is not None:
         origins.append(Origin(f"{where}.role"))
@@ -162,64 +175,6 @@ def message_framing(message: dict[str, Any]) -> int:
     return framing
 
 
-def _tools_parts(tools: Sequence[Any], encoding: str) -> tuple[list[str], list[Where], int]:
-    """The cookbook's schema rule as (strings to tokenize, where each came from, constant tokens):
-    every term of the rule is a count of some string or a constant, so the strings can join the
-    request's one batch."""
-    func_init = FUNC_INIT.get(encoding, FUNC_INIT_DEFAULT)
-    strings: list[str] = []
-    origins: list[Where] = []
-    constant = 0
-
-    def joined(i: int, pieces: list[tuple[str, str]]) -> None:
-        # "a:b:c" from several fields: each piece remembers where it starts.
-        at, out = 0, []
-        for value, path in pieces:
-            out.append(Origin(path, i, at))
-            at += len(value) + 1
-        strings.append(":".join(value for value, _ in pieces))
-        origins.append(tuple(out))
-
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, dict):
-            raise ArgumentTypeError(f"tools[{i}] must be a dict, not {type(tool).__name__}")
-        fn = tool.get("function", tool)
-        at = f"tools[{i}].function" if "function" in tool else f"tools[{i}]"
-        if not isinstance(fn, dict) or "name" not in fn:
-            raise InvalidArgumentError(f"tools[{i}] has no function name")
-        name = _payload.text(fn["name"], f"{at}.name")
-        desc = _payload.text(fn.get("description", ""), f"{at}.description").removesuffix(".")
-        constant += func_init
-        joined(i, [(name, f"{at}.name"), (desc, f"{at}.description")])
-        params = fn.get("parameters") or {}
-        if not isinstance(params, dict):
-            raise ArgumentTypeError(f"tools[{i}].parameters must be a dict, not {type(params).__name__}")
-        props = params.get("properties") or {}
-        if not isinstance(props, dict):
-            raise ArgumentTypeError(f"tools[{i}].parameters.properties must be a dict, not {type(props).__name__}")
-        if props:
-            constant += PROP_INIT
-            for key, spec in props.items():
-                constant += PROP_KEY
-                prop = f"{at}.parameters.properties{_payload._step(key)}"
-                key_text = _payload.text(key, prop)
-                if not isinstance(spec, dict) or "type" not in spec or spec.get("type") in ("object", "array"):
-                    # Nested or unusual schemas: their JSON text, as an estimate.
-                    joined(i, [(key_text, prop), (_payload.as_json(spec, prop, sort_keys=True), prop)])
-                    continue
-                p_desc = _payload.text(spec.get("description", ""), f"{prop}.description").removesuffix(".")
-                if "enum" in spec:
-                    if not isinstance(spec["enum"], list):
-                        raise ArgumentTypeError(f"{prop}: enum must be a list, not {type(spec['enum']).__name__}")
-                    constant += ENUM_INIT + ENUM_ITEM * len(spec["enum"])
-                    for n, item in enumerate(spec["enum"]):
-                        strings.append(_payload.text(item, f"{prop}.enum[{n}]"))
-                        origins.append(Origin(f"{prop}.enum[{n}]", i))
-                kind = _payload.text(spec["type"], f"{prop}.type")
-                joined(i, [(key_text, prop), (kind, f"{prop}.type"), (p_desc, f"{prop}.description")])
-    return strings, origins, constant + FUNC_END if tools else 0
-
-
 def fit_messages(
     messages: Sequence[dict[str, Any]],
     budget: Budget | int,
@@ -228,6 +183,8 @@ def fit_messages(
     policy: Policy | str | None = None,
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     pin_first_user: bool = False,
+    tool_choice: str | dict[str, Any] | None = None,
+    image_sizes: ImageSizes | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Chat Completions request under ``budget``; returns ``(messages, fit)``.
 
@@ -236,9 +193,13 @@ def fit_messages(
     rounds leave whole, or are replaced by a tagged digest under the default ``Policy.agent()``.
     Kept messages are the caller's own dicts, unchanged; a truncated one is a copy with one
     text shortened. ``fit.total`` is the request's prompt tokens, framing and tools included.
+
+    ``tool_choice`` is the request's own (``"auto"``, ``"none"``, ``"required"`` or a dict
+    naming a function): naming one costs tokens. ``image_sizes`` gives images' sizes
+    (``{url: (width, height)}`` or a callable returning one or None) for the tile rule.
     """
     with _payload.boundary() as here:
-        return _fit(messages, budget, tools, policy, tokenizer, pin_first_user, here)
+        return _fit(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice, image_sizes, here)
 
 
 def _fit(
@@ -248,6 +209,8 @@ def _fit(
     policy: Policy | str | None,
     tokenizer: Tokenizer | Callable[[str], int] | None,
     pin_first_user: bool,
+    tool_choice: str | dict[str, Any] | None,
+    image_sizes: ImageSizes | None,
     here: _payload.Cursor,
 ) -> tuple[list[dict[str, Any]], Fit]:
     _shapes.refuse_body(messages, "openai")
@@ -262,7 +225,17 @@ def _fit(
         _check_message(m, where)
         role = m["role"]
         roles.append("system" if role in _SYSTEM_ROLES else role)
-        read.append(_read_message(m, where))
+        read.append(_read_message(m, where, None, image_sizes))
+    has_system = "system" in roles
+    padded = -1
+    if tool_list and has_system:
+        # The namespace joins the first system message, whose text then ends in a line feed
+        # (hmarr: "the first system message is padded with a trailing newline").
+        padded = roles.index("system")
+        if isinstance(messages[padded].get("content"), str):
+            read[padded][0][0] += "\n"
+        else:
+            padded = -1
     groups, current, pinned = _payload.assign_units(
         roles, lambda i: True, lambda i: bool(read[i][3]) or bool(messages[i].get("function_call")), pin_first_user
     )
@@ -285,6 +258,8 @@ def _fit(
         is_result = role in ("tool", "function")
         layer, group = _payload.place(i, groups, current, pinned, system=roles[i] == "system", tool_result=is_result)
         path, text = main if main is not None else (None, "")
+        if i == padded:
+            path = None  # its counted text is no longer `text` itself (and system is never cut)
         records.append(Message(i, layer, group, text, strings, message_framing(m) + extra, meta, path=path))
     here.at = None
     _payload.check_tool_pairs(
@@ -292,7 +267,7 @@ def _fit(
     )
     here.at = "tools"
     tok = _payload.resolve_tokenizer(tokenizer)
-    schema_strings, schema_origins, schema_tokens = _tools_parts(tool_list, tok.name)
+    schema_strings, schema_origins, schema_tokens = tools_parts(tool_list, tool_choice, has_system)
     here.at = None
     fixed = [
         Fixed("<tool schemas>", PromptLayer.TOOLS, schema_strings, schema_tokens, "tools", schema_origins),
