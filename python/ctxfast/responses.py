@@ -58,11 +58,11 @@ _MESSAGE_FIELDS = frozenset({"type", "role", "content", "id", "status"})
 def _kind(item: Any, where: str) -> str:
     if not isinstance(item, dict):
         raise ArgumentTypeError(f"{where} must be a dict, not {type(item).__name__}")
+    if "type" not in item and ("parts" in item or item.get("role") == "model"):
+        raise InvalidArgumentError(f"{where} is a Gemini 'contents' entry: fit it with ctxfast.gemini.fit_contents")
     kind = item.get("type", "message" if "role" in item else None)
     if kind in ITEM_TYPES:
         return kind  # type: ignore[no-any-return]
-    if "parts" in item or item.get("role") == "model":
-        raise InvalidArgumentError(f"{where} is a Gemini 'contents' entry: fit it with ctxfast.gemini.fit_contents")
     if kind is None:
         raise InvalidArgumentError(f"{where} has no 'type' and no 'role' (item types: {', '.join(ITEM_TYPES)})")
     if not isinstance(kind, str):
