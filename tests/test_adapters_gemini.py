@@ -283,3 +283,12 @@ def test_cli_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys:
     check_gemini(contents, out["contents"])
     res = invoke(["fit", "p.json", "--window", str(window), "--format", "gemini", "-q"], monkeypatch, capsys)
     assert res.code == 0, res.err
+
+
+@pytest.mark.parametrize("policy", ["agent", "context_window", "ranked"])
+def test_without_a_user_message_the_last_unit_is_protected(policy: str) -> None:
+    """Regression: with no ask nothing was protected, and a small budget returned empty contents."""
+    big = {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"r": "word " * 200}}}]}
+    with pytest.raises(Unfittable):
+        gemini.fit_contents([CALL, big], 50, policy=policy)
+    assert gemini.fit_contents([CALL, big], 500, policy=policy)[0] == [CALL, big]

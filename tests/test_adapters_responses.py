@@ -306,3 +306,12 @@ def test_the_validator_catches_what_it_checks() -> None:
         with pytest.raises(AssertionError):
             check_responses(items, broken)
     check_responses(items, items)
+
+
+@pytest.mark.parametrize("policy", ["agent", "context_window", "ranked"])
+def test_without_a_user_message_the_last_unit_is_protected(policy: str) -> None:
+    """Regression: with no ask nothing was protected, and a small budget returned an empty input."""
+    items = [CALL, {**OUT, "output": "word " * 200}]
+    with pytest.raises(Unfittable):
+        openai.fit_responses(items, 50, policy=policy)
+    assert openai.fit_responses(items, 500, policy=policy)[0] == items

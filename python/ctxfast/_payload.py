@@ -65,6 +65,7 @@ from ctxfast._fields import tool_id as tool_id
 from ctxfast._rounds import assign_exchanges as assign_exchanges
 from ctxfast._rounds import assign_units as assign_units
 from ctxfast._rounds import place as place
+from ctxfast._rounds import protect_last_unit as protect_last_unit
 from ctxfast._rounds import replace_at
 
 #: One INFO line per adapter fit that removed anything (``logging.getLogger("ctxfast")``); a fit

@@ -226,6 +226,7 @@ def _fit(
              for r, c in zip(read, contents)]
     makes = [any(f[0] == "functionCall" for f in r[4]) for r in read]
     groups, current, pinned = _payload.assign_units(roles, lambda i: opens[i], lambda i: makes[i], pin_first_user)
+    _payload.protect_last_unit(groups, current)
     calls, results = _links(read)
     records = []
     for i, (role, strings, extra, best, functions) in enumerate(read):

@@ -226,6 +226,7 @@ def _fit(
         read.append(_read(item, kinds[i], here.at))
     roles, starts = _roles(items, kinds)
     groups, current, pinned = _payload.assign_units(roles, lambda i: True, lambda i: starts[i], pin_first_user)
+    _payload.protect_last_unit(groups, current)
     records: list[Message] = []
     calls: list[ToolLink] = []
     results: list[ToolLink] = []
