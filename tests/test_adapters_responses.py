@@ -240,6 +240,19 @@ def test_bad_input_is_refused_by_path(items: list[Any], needles: list[str]) -> N
         assert needle in str(info.value), (needle, str(info.value))
 
 
+def test_outputs_answering_a_stored_response_need_previous_response_id() -> None:
+    pending = {**OUT, "call_id": "c9", "output": "word " * 200}
+    items = [pending, {"role": "user", "content": "old"}, {"role": "assistant", "content": "x " * 100}, ASK]
+    with pytest.raises(InvalidArgumentError, match=r"input\[0\].*pass previous_response_id"):
+        openai.fit_responses(items, 300)
+    out, fit = openai.fit_responses(items, 300, previous_response_id="resp_1")
+    assert out == [pending, ASK] and fit.total <= 300
+    body = {"previous_response_id": "resp_1", "input": [pending]}
+    assert openai.fit_responses_body(body, 1000)[0] == body
+    with pytest.raises(ArgumentTypeError, match="previous_response_id"):
+        openai.fit_responses(items, 300, previous_response_id=5)  # type: ignore[arg-type]
+
+
 def test_wrong_argument_types_are_named() -> None:
     with pytest.raises(ArgumentTypeError, match="fit_responses_body"):
         openai.fit_responses({"input": [ASK]}, 1000)  # type: ignore[arg-type]

@@ -51,7 +51,7 @@ def _adapter_fit(fmt: str, data: Any, messages: Any, budget: Budget, policy: Pol
         from ctxfast.responses import fit_responses
 
         return fit_responses(messages, budget, instructions=body.get("instructions"), tools=body.get("tools"),
-                             policy=policy, tokenizer=tok)
+                             policy=policy, tokenizer=tok, previous_response_id=body.get("previous_response_id"))
     if fmt == "gemini":
         from ctxfast.gemini import fit_contents
 

@@ -27,8 +27,9 @@ items after it up to the next user turn (they leave together, as the API require
 text is left empty. Units are the Chat ones (``ctxfast._rounds``): exchanges from a user message,
 and in an agent loop each older model turn (reasoning, messages and calls) with its outputs is a
 round, digested or dropped oldest first; the ask and the newest round are protected. An output
-whose ``call_id`` matches no call in ``input`` (a ``previous_response_id`` continuation, whose calls
-are on the server) is refused: ctxfast fits a self-contained ``input`` only.
+whose ``call_id`` matches no call in ``input`` is refused, unless ``previous_response_id`` is given:
+then it answers a call of the stored response, is never dropped (the API needs it) and stands
+alone in the current turn. The stored conversation itself is on the server and not counted.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ def fit_responses(
     policy: Policy | str | None = None,
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     pin_first_user: bool = False,
+    previous_response_id: str | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Responses API request under ``budget``; returns ``(input_items, fit)``.
 
@@ -183,7 +185,7 @@ def fit_responses(
     dicts; a truncated one is a copy with one text shortened. ``input`` as a string is one user
     message. The counting rules, and which counts are estimates, are in the module docstring."""
     with _payload.boundary() as here:
-        return _fit(input, budget, instructions, tools, policy, tokenizer, pin_first_user, here)
+        return _fit(input, budget, instructions, tools, policy, tokenizer, pin_first_user, previous_response_id, here)
 
 
 def fit_responses_body(
@@ -199,15 +201,17 @@ def fit_responses_body(
         raise ArgumentTypeError(f"argument 'body' must be a dict, not {type(body).__name__}")
     items, result = fit_responses(
         body.get("input", []), budget, instructions=body.get("instructions"), tools=body.get("tools"),
-        policy=policy, tokenizer=tokenizer,
+        policy=policy, tokenizer=tokenizer, previous_response_id=body.get("previous_response_id"),
     )
     return {**body, "input": items}, result
 
 
 def _fit(
     input: Any, budget: Budget | int, instructions: Any, tools: Any, policy: Any, tokenizer: Any,
-    pin_first_user: bool, here: _payload.Cursor,
+    pin_first_user: bool, previous: Any, here: _payload.Cursor,
 ) -> tuple[list[dict[str, Any]], Fit]:
+    if previous is not None and not isinstance(previous, str):
+        raise ArgumentTypeError(f"argument 'previous_response_id' must be a str or None, not {type(previous).__name__}")
     if isinstance(input, Mapping):
         raise ArgumentTypeError(
             "argument 'input' is a dict: pass the body's 'input' list, or the whole body to fit_responses_body"
@@ -226,6 +230,9 @@ def _fit(
         read.append(_read(item, kinds[i], here.at))
     roles, starts = _roles(items, kinds)
     groups, current, pinned = _payload.assign_units(roles, lambda i: True, lambda i: starts[i], pin_first_user)
+    pending = _pending(items, kinds) if previous else set()
+    for i in pending:
+        groups[i], current[i] = None, True  # answers a stored call: kept, alone
     _payload.protect_last_unit(groups, current)
     records: list[Message] = []
     calls: list[ToolLink] = []
@@ -237,7 +244,8 @@ def _fit(
             call_id = _payload.tool_id(item.get("call_id"), where, ".call_id")
             if call_id is None:
                 raise InvalidArgumentError(f"{where} ({kinds[i]}) has no 'call_id': calls and outputs are paired by it")
-            (calls if kinds[i] in _CALLS else results).append(ToolLink(i, where, call_id))
+            if i not in pending:
+                (calls if kinds[i] in _CALLS else results).append(ToolLink(i, where, call_id))
         layer, group = _payload.place(
             i, groups, current, pinned, system=roles[i] == "system", tool_result=kinds[i] in _OUTPUTS
         )
@@ -291,6 +299,13 @@ def _roles(items: Sequence[Any], kinds: list[str]) -> tuple[list[str], list[bool
     return roles, starts
 
 
+def _pending(items: Sequence[Any], kinds: list[str]) -> set[int]:
+    """Outputs whose call_id no call in ``input`` has (with previous_response_id: the stored
+    response's calls)."""
+    called = {item.get("call_id") for item, kind in zip(items, kinds) if kind in _CALLS}
+    return {i for i, kind in enumerate(kinds) if kind in _OUTPUTS and items[i].get("call_id") not in called}
+
+
 def _pair(calls: list[ToolLink], results: list[ToolLink], groups: list[str | None], roles: list[str]) -> None:
     """Every output answers a call before it, in the same unit (``check_tool_pairs``)."""
     known = {c.id: c for c in calls}
@@ -299,8 +314,8 @@ def _pair(calls: list[ToolLink], results: list[ToolLink], groups: list[str | Non
         if c is None or c.message > r.message:
             raise InvalidArgumentError(
                 f"{r.where} (call_id {_payload.preview(r.id)}) answers no function_call before it in 'input': "
-                "an output must follow its call (with previous_response_id the call is on the server, and "
-                "ctxfast fits a self-contained input only)"
+                "an output must follow its call (if it answers a stored response's call, pass "
+                "previous_response_id)"
             )
     try:
         _payload.check_tool_pairs(calls, results, groups, result_field="call_id",
