@@ -17,8 +17,8 @@ e.g. one calibrated on ``countTokens``) and the text counts are yours. On top of
   cost more than this: leave a margin in ``Budget.reserve``;
 - ``tools`` count the JSON text of each ``functionDeclarations`` entry (and of any other tool).
 
-snake_case keys (``inline_data``, ``function_call``, ``system_instruction``...) are read like the
-camelCase ones. An unknown part is refused (``InvalidArgumentError`` naming ``contents[i].parts[j]``).
+A content without ``role`` is a ``user`` content. snake_case keys (``inline_data``,
+``function_call``, ``system_instruction``...) are read like the camelCase ones. An unknown part is refused (``InvalidArgumentError`` naming ``contents[i].parts[j]``).
 
 Pairing: a ``functionResponse`` answers the ``functionCall`` with the same ``id`` when it has one,
 else the ``functionCall`` of the same name in the previous ``model`` content (the k-th response
