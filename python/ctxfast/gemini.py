@@ -235,7 +235,12 @@ def _fit(
         layer, group = _payload.place(i, groups, current, pinned, system=False, tool_result=only_results)
         path, text = best if best is not None else (None, "")
         call = next((f for f in functions if f[0] == "functionCall"), None)
-        meta = {"tool": call[1], "arguments": strings[strings.index(call[1]) + 1]} if call else None
+        meta = None
+        if call is not None:
+            # The digest's tool facts: the first call's name and its args as counted (their JSON).
+            args = contents[i]["parts"][call[3]]
+            args = args.get("functionCall", args.get("function_call", {})).get("args") or {}
+            meta = {"tool": call[1], "arguments": _payload.as_json(args, here.at, sort_keys=True)}
         records.append(Message(i, layer, group, text, strings, extra, meta, path=path))
     here.at = None
     try:
