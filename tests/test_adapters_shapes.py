@@ -42,9 +42,9 @@ def fails(exc: type[CtxfastError], *needles: str, call: Any) -> str:
 
 
 def test_gemini_contents_are_refused_not_counted_as_143_tokens() -> None:
-    fails(InvalidArgumentError, "messages[0]", "Gemini", "not supported yet", "Chat Completions",
+    fails(InvalidArgumentError, "messages[0]", "Gemini", "ctxfast.gemini.fit_contents", "Chat Completions",
           call=lambda: openai.fit_messages(GEMINI_CONTENTS, 16_000))
-    fails(InvalidArgumentError, "messages[0]", "Gemini", "not supported yet",
+    fails(InvalidArgumentError, "messages[0]", "Gemini", "ctxfast.gemini.fit_contents",
           call=lambda: anthropic.fit_messages(None, GEMINI_CONTENTS, 16_000))
     fails(InvalidArgumentError, "messages[1]", "role 'model'", "Gemini",
           call=lambda: openai.fit_messages([U, {"role": "model", "content": "hi"}], 16_000))
@@ -148,8 +148,8 @@ def test_known_anthropic_blocks_are_counted(tiktoken_encodings: dict[str, Any]) 
 
 
 def test_responses_input_items_are_declined() -> None:
-    msg = fails(InvalidArgumentError, "messages[1]", "Responses API", "function_call", "not supported yet",
-                "planned separately", "Chat Completions",
+    msg = fails(InvalidArgumentError, "messages[1]", "Responses API", "function_call",
+                "ctxfast.openai.fit_responses", "Chat Completions",
                 call=lambda: openai.fit_messages(RESPONSES_INPUT, 16_000))
     assert "has no 'role'" not in msg
     fails(InvalidArgumentError, "messages[1]", "Responses API",
@@ -160,7 +160,7 @@ def test_responses_input_items_are_declined() -> None:
 
 def test_whole_bodies_are_declined_or_redirected() -> None:
     responses = {"model": "gpt-5", "instructions": "Be brief.", "input": RESPONSES_INPUT}
-    fails(ArgumentTypeError, "Responses", "not supported yet", call=lambda: openai.fit_messages(responses, 1000))
+    fails(ArgumentTypeError, "Responses", "fit_responses_body", call=lambda: openai.fit_messages(responses, 1000))
     fails(ArgumentTypeError, "Gemini", call=lambda: openai.fit_messages({"contents": GEMINI_CONTENTS}, 1000))
     fails(ArgumentTypeError, "body['messages']", call=lambda: openai.fit_messages({"messages": [U]}, 1000))
     fails(ArgumentTypeError, "body['messages']",

@@ -16,7 +16,7 @@ from cli_support import invoke, squash, write
 from ctxfast import Budget, Tokenizer
 from ctxfast import anthropic as anthropic_adapter
 from ctxfast import openai as openai_adapter
-from ctxfast._cli_detect import Refusal, check_supported, detect, encoding_for_model
+from ctxfast._cli_detect import Refusal, check_supported, detect, encoding_for_model, native_format
 from sessions import anthropic_payload, assert_anthropic_tool_order, openai_payload
 
 U = {"role": "user", "content": "hi"}
@@ -93,11 +93,29 @@ def test_disagreeing_or_absent_signals_ask_for_format(body: dict[str, Any], need
     ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, "Gemini"),
     ([{"role": "model", "parts": [{"text": "hi"}]}], "Gemini"),
 ], ids=["input", "instructions", "function_call item", "input_text part", "contents", "parts"])
-def test_responses_and_gemini_bodies_are_refused_by_name(body: Any, needle: str) -> None:
+def test_responses_and_gemini_bodies_are_never_read_as_chat(body: Any, needle: str) -> None:
+    """Read as chat messages (--format openai/anthropic) they are refused by name, pointing at the
+    format that fits them (issue 11: before, they were refused as 'not fit yet')."""
     messages = body if isinstance(body, list) else body.get("messages")
     with pytest.raises(Refusal) as info:
         check_supported(body, messages)
-    assert needle in str(info.value) and "not fit yet" in str(info.value)
+    assert needle in str(info.value) and "--format responses" in str(info.value)
+
+
+@pytest.mark.parametrize("body,expected", [
+    ({"model": "gpt-4o", "input": [U]}, "responses"),
+    ({"model": "gpt-4o", "instructions": "Be brief.", "input": "hi"}, "responses"),
+    ([{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}], "responses"),
+    ({"messages": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}, None),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, "gemini"),
+    ({"systemInstruction": {"parts": [{"text": "s"}]}, "contents": []}, "gemini"),
+    ([{"role": "model", "parts": [{"text": "hi"}]}], "gemini"),
+    ({"messages": [U]}, None),
+    ([U], None),
+])
+def test_responses_and_gemini_bodies_are_detected(body: Any, expected: str | None) -> None:
+    found = native_format(body)
+    assert (found[0] if found else None) == expected
 
 
 @pytest.mark.parametrize("junk", [5, None, [], {}, "x", [[]], {"type": []}, {"type": {}}])
@@ -136,8 +154,8 @@ def test_an_anthropic_body_without_system_is_fitted_as_anthropic(tmp_path: Path,
 @pytest.mark.parametrize("body,needle", [
     ({"system": "s", "messages": [U, {"role": "tool", "tool_call_id": "c1", "content": "r"}]}, "--format"),
     ({"messages": [U, A]}, "cannot tell"),
-    ({"model": "gpt-4o", "instructions": "Be brief.", "input": "hi"}, "Responses API"),
-    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, "Gemini"),
+    ({"model": "gpt-4o", "instructions": "Be brief.", "input": [{"role": "tool"}]}, "input[0].role"),
+    ({"contents": [{"role": "user", "parts": [{"foo": "hi"}]}]}, "contents[0].parts[0]"),
 ], ids=["disagree", "absent", "responses", "gemini"])
 def test_undetectable_payloads_exit_2_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str], body: Any, needle: str) -> None:
@@ -156,7 +174,7 @@ def test_responses_body_is_refused_even_with_format(tmp_path: Path, monkeypatch:
     monkeypatch.chdir(tmp_path)
     write(tmp_path / "p.json", {"instructions": "s", "messages": [U]})
     res = invoke(["fit", "p.json", "--window", "1000", "--format", "openai"], monkeypatch, capsys)
-    assert res.code == 2 and "Responses API" in res.err
+    assert res.code == 2 and "Responses API" in res.err and "--format responses" in res.err
 
 
 def test_format_help_says_how_detection_works(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

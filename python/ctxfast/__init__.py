@@ -6,7 +6,8 @@ class or function gives its short reference; the full documentation is in ``ctxf
 where editors read it.
 
 The adapters and the command line are submodules, loaded on first use, so ``import ctxfast``
-stays light: ``ctxfast.openai``, ``ctxfast.anthropic``, ``ctxfast.langchain`` (needs the
+stays light: ``ctxfast.openai`` (Chat Completions and the Responses API), ``ctxfast.anthropic``,
+``ctxfast.gemini``, ``ctxfast.langchain`` (needs the
 ``langchain`` extra) and ``ctxfast.cli`` work without importing them first.
 """
 
@@ -111,6 +112,7 @@ if _typing.TYPE_CHECKING:
     # For type checkers, which do not run ``__getattr__``: every existing lazy submodule.
     from ctxfast import anthropic as anthropic
     from ctxfast import cli as cli
+    from ctxfast import gemini as gemini
     from ctxfast import langchain as langchain
     from ctxfast import openai as openai
 

@@ -4,8 +4,10 @@ and the reply budget it asks for.
 Detection uses every field that only one provider defines, and guesses nothing. When the
 payload carries signals of both formats, or of neither, the caller is asked for ``--format``:
 a wrong guess counts the wrong fields (an Anthropic ``system`` read as OpenAI is not counted at
-all) and produces a request the provider rejects. Bodies of APIs ctxfast does not fit yet
-(OpenAI Responses, Gemini) are recognised and refused by name, never read as chat messages.
+all) and produces a request the provider rejects. OpenAI Responses bodies (``input``,
+``instructions``) and Gemini bodies (``contents``) are recognised by those fields (``native_format``)
+and fitted by their own adapters, never read as chat messages; ``--format openai`` or
+``anthropic`` on such a body is refused by name.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ _GEMINI_FIELDS = ("contents", "systemInstruction", "system_instruction", "genera
 _SHOWN = 2
 
 FORMAT_HELP = (
-    "openai or anthropic. Default: detected from fields only one API defines. Anthropic: system "
+    "openai, anthropic, responses or gemini. Default: detected from fields only one API defines. Anthropic: system "
     "at the top level, tool_use or tool_result blocks, tools with input_schema, a claude model. "
     "OpenAI: tool_calls, tool, system or developer messages, function tools, a gpt, o1, o3, o4 "
     "or chatgpt model, max_completion_tokens. Signals of both or of neither: an error asking for "
-    "--format. Responses API (input, instructions) and Gemini (contents) bodies are refused: not "
-    "supported yet."
+    "--format. responses: an OpenAI Responses API body (input, instructions, or a list of input "
+    "items). gemini: a Gemini generateContent body (contents, systemInstruction; counts are "
+    "estimates)."
 )
 
 
@@ -86,19 +89,38 @@ def _is_openai_model(model: str) -> bool:
     return any(name == p or name.startswith(p + "-") for p in ("o1", "o3", "o4"))
 
 
-def _unsupported(data: Any, messages: Any) -> str | None:
-    """The name of an API whose body this is and which ctxfast does not fit, if any."""
+def native_format(data: Any) -> tuple[str, str] | None:
+    """``("responses" | "gemini", why)`` for a body (or bare list) of those APIs, else None."""
     if isinstance(data, dict):
-        if any(k in data for k in _GEMINI_FIELDS):
-            return "a Gemini generateContent body ('contents')"
-        if "input" in data or "instructions" in data:
-            return "an OpenAI Responses API body ('input', 'instructions')"
+        for key in _GEMINI_FIELDS:
+            if key in data:
+                return "gemini", f"top-level {key!r}"
+        for key in ("input", "instructions"):
+            if key in data:
+                return "responses", f"top-level {key!r}"
+        return None
+    for i, m in enumerate(data if isinstance(data, list) else ()):
+        if not isinstance(m, dict):
+            continue
+        if ("parts" in m and "content" not in m) or m.get("role") == "model":
+            return "gemini", f"item {i} is a Gemini content ('parts')"
+        # Chat messages have no "type"; every Responses input item can have one.
+        if _kind(m) in _RESPONSES_TYPES - _RESPONSES_PARTS:
+            return "responses", f"item {i} is a Responses {_kind(m)!r} item"
+    return None
+
+
+def _unsupported(data: Any, messages: Any) -> str | None:
+    """What makes a chat body read as another API's, if anything (``native_format``'s bodies, or
+    Responses items and parts inside 'messages')."""
+    native = native_format(data)
+    if native is not None:
+        return f"{'a Gemini generateContent' if native[0] == 'gemini' else 'an OpenAI Responses API'} body ({native[1]})"
     for m in messages if isinstance(messages, list) else ():
         if not isinstance(m, dict):
             continue
         if "parts" in m and "content" not in m:
             return "a Gemini body (messages with 'parts')"
-        # Chat messages have no "type"; every Responses input item has one.
         if _kind(m) in _RESPONSES_TYPES:
             return f"OpenAI Responses API input items ('type': {_kind(m)!r})"
         content = m.get("content")
@@ -175,13 +197,13 @@ def _few(reasons: list[str]) -> str:
 
 
 def check_supported(data: Any, messages: Any) -> None:
-    """Raises ``Refusal`` for the body of an API ctxfast does not fit (whatever ``--format``
-    says: its fields would go uncounted)."""
+    """Raises ``Refusal`` when a body read as chat messages (``--format openai`` or
+    ``anthropic``) is another API's: its fields would go uncounted."""
     other = _unsupported(data, messages)
     if other is not None:
         raise Refusal(
-            f"this is {other}, which ctxfast does not fit yet; it fits OpenAI Chat Completions "
-            "('messages') and Anthropic Messages bodies"
+            f"this is {other}, which is not a chat body: Responses API bodies are fitted with "
+            "--format responses, Gemini ones with --format gemini (both detected without --format)"
         )
 
 
@@ -259,6 +281,9 @@ def choose_encoding(fmt: str, data: Any, given: str | None) -> Encoding:
     if fmt == "anthropic":
         return Encoding(DEFAULT_ENCODING, "estimate",
                         f"{DEFAULT_ENCODING}, an estimate: Claude's tokenizer is not public")
+    if fmt == "gemini":
+        return Encoding(DEFAULT_ENCODING, "estimate",
+                        f"{DEFAULT_ENCODING}, an estimate: Gemini's tokenizer is not public")
     model = _model(data)
     if model is None:
         return Encoding(DEFAULT_ENCODING, "default",
@@ -279,10 +304,16 @@ def payload_reserve(fmt: str, data: Any) -> tuple[int, str] | tuple[None, str]:
     """``(tokens, field)`` the payload reserves for the reply, or ``(None, why not)``.
 
     OpenAI's ``max_completion_tokens`` supersedes its older ``max_tokens``; Anthropic's is
-    ``max_tokens``. A field of the wrong type raises ``Refusal``."""
-    keys = ("max_completion_tokens", "max_tokens") if fmt == "openai" else ("max_tokens",)
+    ``max_tokens``; Responses' is ``max_output_tokens``, Gemini's ``generationConfig.maxOutputTokens``.
+    A field of the wrong type raises ``Refusal``."""
+    keys = {"openai": ("max_completion_tokens", "max_tokens"), "responses": ("max_output_tokens",),
+            "gemini": ("maxOutputTokens", "max_output_tokens")}.get(fmt, ("max_tokens",))
+    source = data if isinstance(data, dict) else None
+    if fmt == "gemini" and source is not None:
+        config = source.get("generationConfig", source.get("generation_config"))
+        source = config if isinstance(config, dict) else None
     for key in keys:
-        value = data.get(key) if isinstance(data, dict) else None
+        value = source.get(key) if source is not None else None
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -22,6 +22,7 @@ from ctxfast._cli_detect import (
     choose_encoding,
     describe_format,
     detect,
+    native_format,
     payload_reserve,
 )
 from ctxfast._cli_policy import load_policy, load_tokenizer
@@ -46,6 +47,17 @@ def _adapter_fit(fmt: str, data: Any, messages: Any, budget: Budget, policy: Pol
     from ctxfast import openai as openai_adapter
 
     body = data if isinstance(data, dict) else {}
+    if fmt == "responses":
+        from ctxfast.responses import fit_responses
+
+        return fit_responses(messages, budget, instructions=body.get("instructions"), tools=body.get("tools"),
+                             policy=policy, tokenizer=tok, previous_response_id=body.get("previous_response_id"))
+    if fmt == "gemini":
+        from ctxfast.gemini import fit_contents
+
+        system = body.get("systemInstruction", body.get("system_instruction"))
+        return fit_contents(messages, budget, system_instruction=system, tools=body.get("tools"), policy=policy,
+                            tokenizer=tok)
     if fmt == "anthropic":
         return anthropic_adapter.fit_messages(
             body.get("system"), messages, budget, tools=body.get("tools"), policy=policy, tokenizer=tok,
@@ -100,16 +112,27 @@ def run(o: Options) -> None:
     data = io.parse_json(name, text)
     policy = load_policy(o.policy, prefix="--policy: ")
     bare = isinstance(data, list)
-    messages = data if bare else data.get("messages") if isinstance(data, dict) else None
-    try:
-        check_supported(data, messages)
-    except Refusal as e:
-        io.fail(f"{name}: {e}")
-    _check_shape(name, messages)
-    try:
-        found: Detection = detect(data, messages, o.fmt)
-    except Refusal as e:
-        io.fail(f"{name}: {e}")
+    native = native_format(data)
+    found: Detection
+    if o.fmt in ("responses", "gemini") or (o.fmt is None and native is not None):
+        # Another API's body: its own adapter reads it (and names what is wrong with it).
+        found = Detection(o.fmt, "--format") if o.fmt else Detection(native[0], "detected", [native[1]])  # type: ignore[index]
+        key = "input" if found.name == "responses" else "contents"
+        messages = data if bare else data.get(key) if isinstance(data, dict) else None
+        if messages is None or messages == [] or messages == "":
+            io.fail(f"{name}: expected a JSON object with a non-empty {key!r} (or a bare list of items)")
+    else:
+        key = "messages"
+        messages = data if bare else data.get("messages") if isinstance(data, dict) else None
+        try:
+            check_supported(data, messages)
+        except Refusal as e:
+            io.fail(f"{name}: {e}")
+        _check_shape(name, messages)
+        try:
+            found = detect(data, messages, o.fmt)
+        except Refusal as e:
+            io.fail(f"{name}: {e}")
     encoding = choose_encoding(found.name, data, o.encoding)
     tok = load_tokenizer(encoding.name)
     if o.reserve is not None:
@@ -148,7 +171,7 @@ def run(o: Options) -> None:
         io.fail(f"{name}: {e}")
     output = None
     if o.output is not None:
-        fitted: Any = fitted_messages if bare else {**data, "messages": fitted_messages}
+        fitted: Any = fitted_messages if bare else {**data, key: fitted_messages}
         try:
             encoded = io.to_json_bytes(fitted)
         except (RecursionError, ValueError, TypeError) as e:

@@ -65,6 +65,7 @@ from ctxfast._fields import tool_id as tool_id
 from ctxfast._rounds import assign_exchanges as assign_exchanges
 from ctxfast._rounds import assign_units as assign_units
 from ctxfast._rounds import place as place
+from ctxfast._rounds import protect_last_unit as protect_last_unit
 from ctxfast._rounds import replace_at
 
 #: One INFO line per adapter fit that removed anything (``logging.getLogger("ctxfast")``); a fit
@@ -158,6 +159,7 @@ def fit_messages(
     make_digest: Callable[[str], Any] | None = None,
     with_text: Callable[[Any, tuple[Any, ...], str], Any] | None = None,
     origins_of: Callable[[int], list[Where]] | None = None,
+    input_name: str = "messages",
 ) -> tuple[list[Any], Fit]:
     """Count every string in one batch, fit once, and rebuild the message list.
 
@@ -167,28 +169,30 @@ def fit_messages(
     ``path`` (its record's ``path``) shortened to ``text``; both default to the dict messages
     OpenAI and Anthropic share (a plain user message; ``replace_at``). ``origins_of(i)`` gives
     where each counted string of message `i` came from, for a message whose record has no
-    ``origins``: computed only to word an error.
+    ``origins``: computed only to word an error. ``input_name`` is the argument the items came
+    in (``"messages"``, Responses ``"input"``, Gemini ``"contents"``): errors and trace rows name
+    positions in it.
     """
     make_digest = make_digest or (lambda text: {"role": "user", "content": text})
     with_text = with_text or replace_at
     if not records:
-        raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
+        raise InvalidArgumentError(f"argument '{input_name}' is empty: there is no request to fit")
     tok = resolve_tokenizer(tokenizer)
     parts: list[Message | Fixed] = [*records, *fixed]
     strings = [s for p in parts for s in p.counted]
     try:
         counts: Sequence[int] = tok.count_many(strings).tolist() if strings else []
     except TextEncodingError as e:
-        raise _locate(e, parts, origins_of) from e
+        raise _locate(e, parts, origins_of, input_name) from e
     costs: list[int] = []
     at = 0
     for p in parts:
         costs.append(int(sum(counts[at : at + len(p.counted)])))
         at += len(p.counted)
     if not any(isinstance(p, Message) or cost + p.tokens > 0 for p, cost in zip(parts, costs)):
-        raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
+        raise InvalidArgumentError(f"argument '{input_name}' is empty: there is no request to fit")
     # input_name: trace rows and Unfittable name units by the message positions they cover.
-    options: dict[str, Any] = {"framing": digest_framing, "input_name": "messages"}
+    options: dict[str, Any] = {"framing": digest_framing, "input_name": input_name}
     frozen: set[int] = set()
     while True:
         result = fit(_segments(parts, costs, frozen), resolve_budget(budget), resolve_policy(policy), tok, **options)
@@ -253,6 +257,7 @@ def _locate(
     err: TextEncodingError,
     parts: list[Message | Fixed],
     origins_of: Callable[[int], list[Where]] | None = None,
+    input_name: str = "messages",
 ) -> TextEncodingError:
     """Re-word a lone-surrogate error about the batch's strings in terms of the caller's payload:
     ``err.index`` is the string's place in the batch, which maps back to one message or part, and
@@ -267,7 +272,7 @@ def _locate(
     for p in parts:
         if at < len(p.counted):
             if isinstance(p, Message):
-                head, argument, index = f"messages[{p.index}]", "messages", p.index
+                head, argument, index = f"{input_name}[{p.index}]", input_name, p.index
             else:
                 head = p.where or p.label
                 argument, index = head, None

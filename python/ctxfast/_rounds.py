@@ -98,6 +98,17 @@ def assign_units(
     return groups, current, pinned
 
 
+def protect_last_unit(groups: Sequence[str | None], current: list[bool]) -> None:
+    """With no ask (no user message opens an exchange: a payload of calls and results alone), the
+    last unit is the current turn, so the fit never returns an empty request."""
+    if any(current):
+        return
+    last = next((g for g in reversed(groups) if g is not None), None)
+    if last is not None:
+        for i, g in enumerate(groups):
+            current[i] = current[i] or g == last
+
+
 def place(
     i: int,
     groups: list[str | None],

@@ -37,11 +37,12 @@ from ctxfast._fields import MAX_DEPTH, _step, check_tree, preview
 #: The APIs that are refused, and what each adapter reads instead.
 RESPONSES = (
     "the OpenAI Responses API ('input' items such as function_call / function_call_output, "
-    "'instructions') is not supported yet by this adapter (support is planned separately)"
+    "'instructions') is not read by this adapter: fit it with ctxfast.openai.fit_responses "
+    "(or fit_responses_body for a whole body)"
 )
 GEMINI = (
-    "Gemini's generateContent API ('contents' with 'parts', role 'model') is not supported yet by "
-    "this adapter (support is planned separately)"
+    "Gemini's generateContent API ('contents' with 'parts', role 'model') is not read by this "
+    "adapter: fit it with ctxfast.gemini.fit_contents (or ctxfast.gemini.fit_body for a whole body)"
 )
 READS = {
     "openai": "ctxfast.openai.fit_messages reads OpenAI Chat Completions messages (role + content, "

@@ -77,10 +77,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
               help="The model's context window, in tokens.")
 @click.option("--reserve", type=click.IntRange(min=0), default=None, metavar="TOKENS",
               help="Tokens kept for the reply. Default: the payload's max_completion_tokens or "
-                   "max_tokens (0 when it sets neither); the trace's ceiling line says which.")
+                   "max_tokens (Responses: max_output_tokens; Gemini: generationConfig.maxOutputTokens; "
+                   "0 when it sets none); the trace's ceiling line says which.")
 @click.option("--policy", "policy_spec", default="agent", show_default=True, metavar="PRESET|FILE",
               help=f"A preset ({_PRESET_LIST}) or a policy TOML file.")
-@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic"]), default=None, help=FORMAT_HELP)
+@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "responses", "gemini"]), default=None, help=FORMAT_HELP)
 @click.option("--encoding", default=None, metavar="NAME",
               help="Embedded encoding to count with (o200k_base, cl100k_base). Default: the "
                    "OpenAI model's own (cl100k_base for gpt-4 and gpt-3.5, o200k_base for "
@@ -94,8 +95,8 @@ def fit_command(payload: str, window: int, reserve: int | None, policy_spec: str
                 encoding: str | None, output: str | None, as_json: bool, quiet: bool) -> None:
     """Fit PAYLOAD (a chat request as JSON; - reads stdin) under --window minus --reserve.
 
-    PAYLOAD is an OpenAI Chat Completions or Anthropic Messages body, or a bare list of
-    messages. The trace says what was removed, by which rung, and why.
+    PAYLOAD is an OpenAI Chat Completions, OpenAI Responses, Anthropic Messages or Gemini
+    generateContent body, or a bare list of messages (items, contents). The trace says what was removed, by which rung, and why.
     """
     from ctxfast._cli_fit import Options, run
 

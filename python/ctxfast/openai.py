@@ -307,3 +307,8 @@ def _origins_of(m: dict[str, Any], i: int) -> list[Where]:
     origins: list[Where] = []
     _read_message(m, f"messages[{i}]", origins)
     return origins
+
+
+# The Responses API lives in its own module; these are its public names here.
+from ctxfast.responses import fit_responses as fit_responses  # noqa: E402
+from ctxfast.responses import fit_responses_body as fit_responses_body  # noqa: E402
