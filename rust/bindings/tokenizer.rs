@@ -7,10 +7,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
 use super::args;
+pub use super::cache_info::CacheInfo;
 use super::callable::{call_counter, truncate_by_calls};
 use super::errors::{file_error, FileKind, InvalidArgumentError, TokenizerLoadError, UnsupportedOperationError};
 use super::gil::{self, Interrupt, Work};
-use crate::cache::{CacheInfo as CoreCacheInfo, CountCache, DEFAULT_CAPACITY};
+use super::tokenizer_batch::{in_batches, joined_items};
+use crate::cache::{CountCache, DEFAULT_CAPACITY};
 use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN, INTERRUPT_CHUNK_BYTES};
 
 /// What counts: a native engine (with its cache), or the user's callable (with one of its own).
@@ -25,32 +27,6 @@ enum Backend {
 #[pyclass(frozen, module = "ctxfast._core", name = "Tokenizer")]
 pub struct Tokenizer {
     backend: Backend,
-}
-
-/// Hits, misses, entries and capacity of a tokenizer's count cache.
-#[pyclass(frozen, module = "ctxfast._core", name = "CacheInfo", get_all, eq)]
-#[derive(PartialEq)]
-pub struct CacheInfo {
-    hits: u64,
-    misses: u64,
-    entries: usize,
-    capacity: usize,
-}
-
-#[pymethods]
-impl CacheInfo {
-    fn __repr__(&self) -> String {
-        format!(
-            "CacheInfo(hits={}, misses={}, entries={}, capacity={})",
-            self.hits, self.misses, self.entries, self.capacity
-        )
-    }
-}
-
-impl From<CoreCacheInfo> for CacheInfo {
-    fn from(c: CoreCacheInfo) -> Self {
-        Self { hits: c.hits, misses: c.misses, entries: c.entries, capacity: c.capacity }
-    }
 }
 
 impl Tokenizer {
@@ -126,25 +102,7 @@ impl Tokenizer {
 
     pub fn count_strs(&self, py: Python<'_>, texts: &[&str], use_cache: bool) -> PyResult<Vec<usize>> {
         match &self.backend {
-            Backend::Native(c) => {
-                // In batches of about INTERRUPT_CHUNK_BYTES, with a Ctrl-C check between them.
-                let mut out = Vec::with_capacity(texts.len());
-                let mut start = 0;
-                while start < texts.len() {
-                    let (mut end, mut bytes) = (start, 0usize);
-                    while end < texts.len() && (end == start || bytes + texts[end].len() <= INTERRUPT_CHUNK_BYTES) {
-                        bytes += texts[end].len();
-                        end += 1;
-                    }
-                    let batch = &texts[start..end];
-                    out.extend(gil::run(py, Work::Bytes(bytes), || c.count_many(batch, use_cache))?);
-                    if end < texts.len() {
-                        py.check_signals()?;
-                    }
-                    start = end;
-                }
-                Ok(out)
-            }
+            Backend::Native(c) => in_batches(py, texts, |batch| c.count_many(batch, use_cache)),
             Backend::Callable { .. } => texts.iter().map(|t| self.count_str(py, t, use_cache)).collect(),
         }
     }
@@ -175,6 +133,15 @@ impl Tokenizer {
         let cap = args::opt_count(cache_capacity, "cache_capacity")?;
         let c = TokenCounter::from_encoding_name(name, cap)?;
         Ok(Self { backend: Backend::Native(c) })
+    }
+
+    /// The embedded encoding an OpenAI model counts with, by tiktoken's model table.
+    #[staticmethod]
+    #[pyo3(signature = (model, *, cache_capacity=None))]
+    fn for_model(model: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let model = args::text(model, "model")?;
+        let cap = args::opt_count(cache_capacity, "cache_capacity")?;
+        Ok(Self::from_counter(TokenCounter::from_model(model, cap)?))
     }
 
     #[staticmethod]
@@ -239,8 +206,8 @@ impl Tokenizer {
     #[pyo3(signature = (text, /, *, cache=None))]
     fn count(&self, text: &Bound<'_, PyAny>, cache: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let cache = args::flag(cache, "cache", true)?;
-        let t = args::text(text, "text")?;
-        self.count_str(text.py(), t, cache)
+        let t = args::text_joined(text, "text")?;
+        self.count_str(text.py(), &t, cache)
     }
 
     /// Counts of every text, as a numpy int64 array; the GIL is released for the whole batch.
@@ -249,17 +216,32 @@ impl Tokenizer {
         let py = texts.py();
         let cache = args::flag(cache, "cache", true)?;
         let items = args::texts(texts, "texts")?;
-        let strs = items.iter().enumerate().map(|(i, s)| args::text_item(s.as_any(), "texts", i)).collect::<PyResult<Vec<_>>>()?;
+        let joined = joined_items(&items, "texts")?;
+        let strs: Vec<&str> = joined.iter().map(|t| t.as_ref()).collect();
         let counts = self.count_strs(py, &strs, cache)?;
         Ok(PyArray1::from_vec(py, counts.into_iter().map(|n| n as i64).collect()))
     }
 
     fn encode(&self, text: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         let py = text.py();
-        let t = args::text(text, "text")?;
+        let t = args::text_joined(text, "text")?;
         match &self.backend {
-            Backend::Native(c) => Ok(gil::run(py, Work::Bytes(t.len()), || c.encode(t))?),
+            Backend::Native(c) => Ok(gil::run(py, Work::Bytes(t.len()), || c.encode(&t))?),
             Backend::Callable { .. } => Err(Self::unsupported("encode")),
+        }
+    }
+
+    /// tiktoken's `encode_batch` (as `encode_ordinary_batch`: no special ids): the ids of every
+    /// text, in one crossing, across cores when the batch is large enough, as `count_many`.
+    #[pyo3(signature = (texts, /))]
+    fn encode_batch(&self, texts: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+        let py = texts.py();
+        let items = args::texts(texts, "texts")?;
+        let joined = joined_items(&items, "texts")?;
+        let strs: Vec<&str> = joined.iter().map(|t| t.as_ref()).collect();
+        match &self.backend {
+            Backend::Native(c) => in_batches(py, &strs, |batch| c.encode_many(batch)),
+            Backend::Callable { .. } => Err(Self::unsupported("encode_batch")),
         }
     }
 
@@ -276,11 +258,11 @@ impl Tokenizer {
     /// character prefix the callable counts within the limit.
     fn truncate<'py>(&self, text: &Bound<'py, PyAny>, max_tokens: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
         let py = text.py();
-        let t = args::text(text, "text")?;
+        let t = args::text_joined(text, "text")?;
         let max = args::limit_arg(max_tokens, "max_tokens")?;
         let cut = match &self.backend {
-            Backend::Native(c) => gil::run(py, Work::Bytes(t.len()), || c.truncate(t, max))?,
-            Backend::Callable { func, .. } => truncate_by_calls(py, func, t, max)?,
+            Backend::Native(c) => gil::run(py, Work::Bytes(t.len()), || c.truncate(&t, max))?,
+            Backend::Callable { func, .. } => truncate_by_calls(py, func, &t, max)?,
         };
         if cut.len() == t.len() {
             // Untouched: hand back the same object, no copy.
@@ -332,6 +314,24 @@ impl Tokenizer {
             Backend::Native(c) => c.vocab_size(),
             Backend::Callable { .. } => None,
         }
+    }
+
+    /// tiktoken's `n_vocab`: ids run 0..n_vocab, special tokens included.
+    #[getter]
+    fn n_vocab(&self) -> Option<usize> {
+        self.native_counter().and_then(|c| c.n_vocab())
+    }
+
+    /// tiktoken's `max_token_value`: the highest id, special tokens included.
+    #[getter]
+    fn max_token_value(&self) -> Option<usize> {
+        self.n_vocab().and_then(|n| n.checked_sub(1))
+    }
+
+    /// tiktoken's `eot_token`, the id of `<|endoftext|>` (OpenAI encodings only).
+    #[getter]
+    fn eot_token(&self) -> Option<u32> {
+        self.native_counter().and_then(|c| c.eot_token())
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
@@ -388,5 +388,6 @@ impl Tokenizer {
 /// Four characters a token: the module-level estimate.
 #[pyfunction]
 pub fn approximate_tokens(text: &Bound<'_, PyAny>) -> PyResult<usize> {
-    Ok(tokenize::approximate_tokens(args::text(text, "text")?))
+    Ok(tokenize::approximate_tokens(&args::text_joined(text, "text")?))
 }
+
