@@ -37,6 +37,8 @@ from ctxfast._core import (
     approximate_tokens,
     build_profile,
     default_cache_capacity,
+    encoding_for_model,
+    encoding_name_for_model,
     evict_indices,
     fit,
 )
@@ -87,6 +89,8 @@ __all__ = [
     "Trace",
     "Truncation",
     "Unfittable",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "evict_indices",
     "fit",
     "CounterError",

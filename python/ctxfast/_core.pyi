@@ -39,6 +39,8 @@ __all__ = [
     "approximate_tokens",
     "build_profile",
     "default_cache_capacity",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "evict_indices",
     "fit",
 ]
@@ -118,7 +120,11 @@ class Tokenizer:
     ``from_callable()`` tokenizers.
 
     The embedded OpenAI encodings count special-token text such as ``<|endoftext|>`` as plain
-    text, like tiktoken's ``encode_ordinary``. Their ids are identical to tiktoken's.
+    text, like tiktoken's ``encode_ordinary``. Their ids are identical to tiktoken's, and
+    ``decode`` turns a special id back into its text, as tiktoken does.
+
+    A surrogate pair in a ``str`` (``"\\ud83d\\udc4d"`` built by hand) is joined into its
+    character, as tiktoken does; a lone surrogate raises ``TextEncodingError``.
 
     The count cache is keyed by a 128-bit xxh3 hash of each text and holds up to
     ``cache_capacity`` entries (default 65,536, about 3 MB). ``cache_capacity=0`` turns it
@@ -156,6 +162,31 @@ class Tokenizer:
         Raises:
             InvalidArgumentError: Unknown encoding name, or a negative ``cache_capacity``.
             ArgumentTypeError: ``name`` is not a str, or ``cache_capacity`` is not an int.
+        """
+    @staticmethod
+    def for_model(model: str, *, cache_capacity: int | None = None) -> Tokenizer:
+        """The embedded encoding an OpenAI model counts with, by tiktoken's model table.
+
+        o200k_base for gpt-4o, chatgpt-4o, gpt-4.1, gpt-4.5, gpt-5, gpt-oss and the o-series
+        (o1, o3, o4); cl100k_base for gpt-4, gpt-3.5-turbo (Azure's gpt-35-turbo),
+        text-embedding-3-small/large, text-embedding-ada-002, davinci-002 and babbage-002.
+        Dated or suffixed snapshots (``gpt-4o-2024-08-06``, ``gpt-4-32k``) and fine-tunes
+        (``ft:gpt-4o-mini:org::id``) follow their family; case, surrounding space and a
+        provider prefix (``openai/gpt-4o``) are ignored. Unlike tiktoken, an ``ft:gpt-4.1``
+        fine-tune counts with gpt-4.1's o200k_base, and gpt-oss with o200k_base (tiktoken's
+        o200k_harmony has the same ordinary tokens).
+
+        Args:
+            model: The model name, e.g. ``"gpt-4o-mini"``.
+            cache_capacity: As in ``from_encoding``.
+
+        Returns:
+            A tokenizer named after the encoding, the same as ``from_encoding``'s.
+
+        Raises:
+            InvalidArgumentError: ctxfast knows no embedded encoding for the model (tiktoken
+                raises ``KeyError`` there), or ``cache_capacity`` is negative.
+            ArgumentTypeError: ``model`` is not a str, or ``cache_capacity`` is not an int.
         """
     @staticmethod
     def from_file(path: str | PathLike[str], *, cache_capacity: int | None = None) -> Tokenizer:
@@ -257,7 +288,8 @@ class Tokenizer:
             cache: True by default: read and fill the count cache. False bypasses it.
 
         Raises:
-            TextEncodingError: ``text`` holds a lone surrogate (the message gives its index).
+            TextEncodingError: ``text`` holds a lone surrogate (the message gives its index);
+                a surrogate pair is joined into its character instead.
             ArgumentTypeError: ``text`` is not a str, or ``cache`` is not a bool.
             CounterError: A ``from_callable`` function raised or returned something other
                 than an int >= 0.
@@ -288,15 +320,30 @@ class Tokenizer:
             TextEncodingError: ``text`` holds a lone surrogate.
             ArgumentTypeError: ``text`` is not a str.
         """
+    def encode_batch(self, texts: Iterable[str], /) -> list[list[int]]:
+        """The token ids of every text, in order: tiktoken's ``encode_batch`` as
+        ``encode_ordinary_batch`` (no special ids), in one call into the core.
+
+        The GIL is released for the batch, and large batches are spread across cores, as in
+        ``count_many``.
+
+        Args:
+            texts: Any iterable of str (a single str is refused).
+
+        Raises:
+            UnsupportedOperationError: This tokenizer has no vocabulary.
+            ArgumentTypeError: ``texts`` is a str or not iterable, or an item is not a str.
+            TextEncodingError: An item holds a lone surrogate (``index`` says which).
+        """
     def decode(self, ids: Iterable[int]) -> str:
         """The text of a sequence of token ids.
 
-        With the OpenAI encodings, bytes that do not form valid UTF-8 become U+FFFD, as in
-        tiktoken. Special-token ids are not decoded.
+        With the OpenAI encodings, bytes that do not form valid UTF-8 become U+FFFD and a
+        special-token id gives its text (``"<|endoftext|>"``), as in tiktoken.
 
         Raises:
-            InvalidArgumentError: An id is negative, not below 2**32, or not in the
-                vocabulary.
+            InvalidArgumentError: An id is negative, not below 2**32, or neither a token nor
+                a special token of this vocabulary (the message names it and its position).
             ArgumentTypeError: ``ids`` is a str or not iterable, or an item is not an int.
             UnsupportedOperationError: This tokenizer has no vocabulary.
         """
@@ -340,12 +387,49 @@ class Tokenizer:
         """
     @property
     def vocab_size(self) -> int | None:
-        """The vocabulary's size; None for ``approximate()`` and ``from_callable()``."""
+        """The vocabulary's size; None for ``approximate()`` and ``from_callable()``.
+
+        For the OpenAI encodings it counts ordinary tokens only (cl100k_base 100,256);
+        ``n_vocab`` includes the special tokens."""
+    @property
+    def n_vocab(self) -> int | None:
+        """tiktoken's ``n_vocab``: ids run ``0..n_vocab``, special tokens included
+        (cl100k_base 100,277, o200k_base 200,019). For a tokenizer.json it equals
+        ``vocab_size``; None for ``approximate()`` and ``from_callable()``."""
+    @property
+    def max_token_value(self) -> int | None:
+        """tiktoken's ``max_token_value``: the highest id, ``n_vocab - 1``; None without a
+        vocabulary."""
+    @property
+    def eot_token(self) -> int | None:
+        """tiktoken's ``eot_token``, the id of ``<|endoftext|>`` (cl100k_base 100257,
+        o200k_base 199999); None for tokenizers other than the embedded encodings."""
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickles as the recipe, not the tables; the cache starts empty on the other side."""
     @staticmethod
     def _from_state(state: tuple[Any, ...]) -> Tokenizer:
         """Internal: rebuilds a tokenizer from its ``__reduce__`` recipe."""
+
+def encoding_for_model(model: str, *, cache_capacity: int | None = None) -> Tokenizer:
+    """tiktoken's ``encoding_for_model``: the model's encoding, as a ``Tokenizer``.
+
+    The same as ``Tokenizer.for_model(model)``, whose table and differences from tiktoken's
+    it shares.
+
+    Raises:
+        InvalidArgumentError: ctxfast knows no embedded encoding for the model.
+        ArgumentTypeError: ``model`` is not a str, or ``cache_capacity`` is not an int.
+    """
+
+def encoding_name_for_model(model: str) -> str:
+    """tiktoken's ``encoding_name_for_model``: ``"o200k_base"`` or ``"cl100k_base"``.
+
+    By the table of ``Tokenizer.for_model``.
+
+    Raises:
+        InvalidArgumentError: ctxfast knows no embedded encoding for the model.
+        ArgumentTypeError: ``model`` is not a str.
+    """
 
 def approximate_tokens(text: str) -> int:
     """An estimate at four characters a token: ``ceil(code points / 4)``.

@@ -3,8 +3,10 @@
 //! pyo3's own conversions raise a bare `TypeError`; every public entry point goes through these
 //! helpers instead so that all bad input surfaces as a `CtxfastError` subclass.
 
+use std::borrow::Cow;
+
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString};
 
 use super::errors::{ArgumentTypeError, InvalidArgumentError, TextEncodingError};
 use crate::limits::check_count;
@@ -39,11 +41,52 @@ pub fn text<'a>(obj: &'a Bound<'_, PyAny>, arg: &str) -> PyResult<&'a str> {
     s.to_str().map_err(|e| surrogate_error(obj.py(), e, arg, None))
 }
 
-/// Item `index` of the sequence argument `arg`, as UTF-8; errors name `arg[index]` and carry the
-/// index, so a caller holding the sequence can say which of its own items was bad.
-pub fn text_item<'a>(obj: &'a Bound<'_, PyAny>, arg: &str, index: usize) -> PyResult<&'a str> {
+/// As `text`, but a surrogate *pair* (`"\ud83d\ude00"` built by hand) is joined into its code
+/// point, as tiktoken does; only a lone surrogate is refused. Valid text is borrowed, as `text`.
+pub fn text_joined<'a>(obj: &'a Bound<'_, PyAny>, arg: &str) -> PyResult<Cow<'a, str>> {
+    let s = obj.cast::<PyString>().map_err(|_| wrong_type(obj, arg, "str"))?;
+    match s.to_str() {
+        Ok(t) => Ok(Cow::Borrowed(t)),
+        Err(e) => join_pairs(s, e, arg, None).map(Cow::Owned),
+    }
+}
+
+/// `text_joined` for item `index` of the sequence argument `arg`; errors name `arg[index]` and
+/// carry the index, so a caller holding the sequence can say which of its own items was bad.
+pub fn text_item_joined<'a>(obj: &'a Bound<'_, PyAny>, arg: &str, index: usize) -> PyResult<Cow<'a, str>> {
     let s = obj.cast::<PyString>().map_err(|_| wrong_type(obj, &format!("{arg}[{index}]"), "str"))?;
-    s.to_str().map_err(|e| surrogate_error(obj.py(), e, arg, Some(index)))
+    match s.to_str() {
+        Ok(t) => Ok(Cow::Borrowed(t)),
+        Err(e) => join_pairs(s, e, arg, Some(index)).map(Cow::Owned),
+    }
+}
+
+/// The slow path of `text_joined`, for a str that is not UTF-8: its code points (UTF-32 keeps
+/// one unit per code point, so positions are Python's indices), each high-low pair joined.
+#[cold]
+fn join_pairs(s: &Bound<'_, PyString>, err: PyErr, arg: &str, index: Option<usize>) -> PyResult<String> {
+    let py = s.py();
+    let units = s.call_method1("encode", ("utf-32-le", "surrogatepass"))?;
+    let bytes = units.cast::<PyBytes>()?.as_bytes();
+    let mut out = String::with_capacity(bytes.len() / 2);
+    let mut units = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).enumerate().peekable();
+    while let Some((i, u)) = units.next() {
+        let c = match u {
+            0xD800..=0xDBFF => match units.peek() {
+                Some(&(_, low @ 0xDC00..=0xDFFF)) => {
+                    units.next();
+                    char::from_u32(0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00))
+                }
+                _ => None,
+            },
+            _ => char::from_u32(u),
+        };
+        match c {
+            Some(c) => out.push(c),
+            None => return Err(surrogate_error_at(py, err, arg, index, Some(i))),
+        }
+    }
+    Ok(out)
 }
 
 /// `TextEncodingError(message, argument, index, position)`: `index` is the item of a sequence
@@ -51,6 +94,11 @@ pub fn text_item<'a>(obj: &'a Bound<'_, PyAny>, arg: &str, index: usize) -> PyRe
 #[cold]
 fn surrogate_error(py: Python<'_>, err: PyErr, arg: &str, index: Option<usize>) -> PyErr {
     let position = err.value(py).getattr("start").and_then(|s| s.extract::<usize>()).ok();
+    surrogate_error_at(py, err, arg, index, position)
+}
+
+#[cold]
+fn surrogate_error_at(py: Python<'_>, err: PyErr, arg: &str, index: Option<usize>, position: Option<usize>) -> PyErr {
     let at = position.map(|p| format!(" at index {p}")).unwrap_or_default();
     let name = match index {
         Some(i) => format!("{arg}[{i}]"),

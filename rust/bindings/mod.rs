@@ -16,11 +16,14 @@ mod errors;
 mod fit;
 mod gil;
 mod layer;
+mod models;
 mod outcome;
 mod policy;
 mod rank;
 mod segment;
 mod tokenizer;
+mod tokenizer_backend;
+mod tokenizer_batch;
 mod window;
 
 use pyo3::prelude::*;
@@ -29,6 +32,8 @@ use pyo3::prelude::*;
 mod _core {
     #[pymodule_export]
     use super::tokenizer::{approximate_tokens, CacheInfo, Tokenizer};
+    #[pymodule_export]
+    use super::models::{encoding_for_model, encoding_name_for_model};
     #[pymodule_export]
     use super::layer::PromptLayer;
     #[pymodule_export]

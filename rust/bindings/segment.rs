@@ -131,7 +131,7 @@ impl Segment {
     ) -> PyResult<Self> {
         let recoverable = args::flag(recoverable, "recoverable", false)?;
         let stale = args::flag(stale, "stale", false)?;
-        let text_s = args::text(text, "text")?.to_string();
+        let text_s = args::text_joined(text, "text")?.into_owned();
         let layer = match layer {
             Some(l) if !l.is_none() => layer_arg(l, "layer")?,
             _ => Layer::Conversation,

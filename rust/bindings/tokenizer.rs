@@ -8,18 +8,13 @@ use pyo3::types::{PyString, PyTuple};
 
 use super::args;
 pub use super::cache_info::CacheInfo;
-use super::callable::{call_counter, truncate_by_calls};
-use super::errors::{file_error, FileKind, InvalidArgumentError, TokenizerLoadError, UnsupportedOperationError};
-use super::gil::{self, Interrupt, Work};
+use super::tokenizer_backend::Backend;
+use super::callable::truncate_by_calls;
+use super::errors::{file_error, FileKind, InvalidArgumentError, TokenizerLoadError};
+use super::gil::{self, Work};
+use super::tokenizer_batch::{in_batches, joined_items};
 use crate::cache::{CountCache, DEFAULT_CAPACITY};
-use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN, INTERRUPT_CHUNK_BYTES};
-
-/// What counts: a native engine (with its cache), or the user's callable (with one of its own).
-enum Backend {
-    Native(Arc<TokenCounter>),
-    /// A user's `str -> int` callable, trusted as exact; it runs under the GIL.
-    Callable { func: Py<PyAny>, cache: CountCache, id: u64 },
-}
+use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
 
 /// An exact, thread-safe token counter with a bounded per-unit count cache.
 ///
@@ -27,104 +22,7 @@ enum Backend {
 /// from_json(text), from_hf(obj), approximate(chars_per_token=4.0), from_callable(func).
 #[pyclass(frozen, module = "ctxfast._core", name = "Tokenizer")]
 pub struct Tokenizer {
-    backend: Backend,
-}
-
-impl Tokenizer {
-    pub fn from_counter(counter: Arc<TokenCounter>) -> Self {
-        Self { backend: Backend::Native(counter) }
-    }
-
-    fn native(counter: TokenCounter) -> Self {
-        Self { backend: Backend::Native(Arc::new(counter)) }
-    }
-
-    /// The engine, for other binding modules (fit, windows) that count natively.
-    pub fn native_counter(&self) -> Option<&Arc<TokenCounter>> {
-        match &self.backend {
-            Backend::Native(c) => Some(c),
-            Backend::Callable { .. } => None,
-        }
-    }
-
-    /// Identifies the counter a segment's remembered count came from.
-    pub fn counter_id(&self) -> u64 {
-        match &self.backend {
-            Backend::Native(c) => c.id(),
-            Backend::Callable { id, .. } => *id,
-        }
-    }
-
-    /// The user's callable and its cache, for the ladder's Python-side counter.
-    pub fn callable(&self) -> Option<(&Py<PyAny>, &CountCache)> {
-        match &self.backend {
-            Backend::Callable { func, cache, .. } => Some((func, cache)),
-            Backend::Native(_) => None,
-        }
-    }
-
-    fn unsupported(what: &str) -> PyErr {
-        UnsupportedOperationError::new_err(format!("{what} needs a vocabulary; a Tokenizer.from_callable counter only counts"))
-    }
-
-    /// How another process rebuilds this tokenizer without being handed it: an embedded encoding
-    /// by name, or the estimate by its ratio. None for tokenizer.json files and callables.
-    pub fn portable_recipe(&self) -> Option<(&'static str, serde_json::Value)> {
-        let Backend::Native(c) = &self.backend else { return None };
-        match c.engine() {
-            Engine::Tiktoken(e) => Some(("encoding", serde_json::Value::from(e.name()))),
-            Engine::Approximate { chars_per_token } => Some(("approximate", serde_json::Value::from(*chars_per_token))),
-            Engine::HuggingFace(_) => None,
-        }
-    }
-
-    /// Count through the user's callable, through the cache.
-    fn call_count(py: Python<'_>, func: &Py<PyAny>, cache: &CountCache, text: &str) -> PyResult<usize> {
-        cache.get_or_count(text, |t| call_counter(py, func, t))
-    }
-
-    pub fn count_str(&self, py: Python<'_>, text: &str, use_cache: bool) -> PyResult<usize> {
-        match &self.backend {
-            Backend::Native(c) if text.len() >= INTERRUPT_CHUNK_BYTES => {
-                let interrupt = Interrupt::default();
-                let result = py.detach(|| c.count_interruptible(text, use_cache, &|| interrupt.check()));
-                interrupt.settle(result)
-            }
-            Backend::Native(c) => Ok(gil::run(py, Work::Bytes(text.len()), || c.count_with(text, use_cache))?),
-            Backend::Callable { func, cache, .. } => {
-                if use_cache {
-                    Self::call_count(py, func, cache, text)
-                } else {
-                    call_counter(py, func, text)
-                }
-            }
-        }
-    }
-
-    pub fn count_strs(&self, py: Python<'_>, texts: &[&str], use_cache: bool) -> PyResult<Vec<usize>> {
-        match &self.backend {
-            Backend::Native(c) => {
-                // In batches of about INTERRUPT_CHUNK_BYTES, with a Ctrl-C check between them.
-                let mut out = Vec::with_capacity(texts.len());
-                let mut start = 0;
-                while start < texts.len() {
-                    let (mut end, mut bytes) = (start, 0usize);
-                    while end < texts.len() && (end == start || bytes + texts[end].len() <= INTERRUPT_CHUNK_BYTES) {
-                        bytes += texts[end].len();
-                        end += 1;
-                    }
-                    let batch = &texts[start..end];
-                    out.extend(gil::run(py, Work::Bytes(bytes), || c.count_many(batch, use_cache))?);
-                    if end < texts.len() {
-                        py.check_signals()?;
-                    }
-                    start = end;
-                }
-                Ok(out)
-            }
-            Backend::Callable { .. } => texts.iter().map(|t| self.count_str(py, t, use_cache)).collect(),
-        }
-    }
+    pub(super) backend: Backend,
 }
 
 fn capacity_or_default(obj: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
@@ -153,6 +51,15 @@ impl Tokenizer {
         let cap = args::opt_count(cache_capacity, "cache_capacity")?;
         let c = TokenCounter::from_encoding_name(name, cap)?;
         Ok(Self { backend: Backend::Native(c) })
+    }
+
+    /// The embedded encoding an OpenAI model counts with, by tiktoken's model table.
+    #[staticmethod]
+    #[pyo3(signature = (model, *, cache_capacity=None))]
+    fn for_model(model: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let model = args::text(model, "model")?;
+        let cap = args::opt_count(cache_capacity, "cache_capacity")?;
+        Ok(Self::from_counter(TokenCounter::from_model(model, cap)?))
     }
 
     /// A Hugging Face `tokenizer.json` file (Llama, Qwen, Mistral, ...).
@@ -226,8 +133,8 @@ impl Tokenizer {
     #[pyo3(signature = (text, /, *, cache=None))]
     fn count(&self, text: &Bound<'_, PyAny>, cache: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let cache = args::flag(cache, "cache", true)?;
-        let t = args::text(text, "text")?;
-        self.count_str(text.py(), t, cache)
+        let t = args::text_joined(text, "text")?;
+        self.count_str(text.py(), &t, cache)
     }
 
     /// The count of every text, in order, as a numpy `int64` array.
@@ -238,7 +145,8 @@ impl Tokenizer {
         let py = texts.py();
         let cache = args::flag(cache, "cache", true)?;
         let items = args::texts(texts, "texts")?;
-        let strs = items.iter().enumerate().map(|(i, s)| args::text_item(s.as_any(), "texts", i)).collect::<PyResult<Vec<_>>>()?;
+        let joined = joined_items(&items, "texts")?;
+        let strs: Vec<&str> = joined.iter().map(|t| t.as_ref()).collect();
         let counts = self.count_strs(py, &strs, cache)?;
         Ok(PyArray1::from_vec(py, counts.into_iter().map(|n| n as i64).collect()))
     }
@@ -246,10 +154,24 @@ impl Tokenizer {
     /// The token ids of `text`, with no special tokens added.
     fn encode(&self, text: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         let py = text.py();
-        let t = args::text(text, "text")?;
+        let t = args::text_joined(text, "text")?;
         match &self.backend {
-            Backend::Native(c) => Ok(gil::run(py, Work::Bytes(t.len()), || c.encode(t))?),
+            Backend::Native(c) => Ok(gil::run(py, Work::Bytes(t.len()), || c.encode(&t))?),
             Backend::Callable { .. } => Err(Self::unsupported("encode")),
+        }
+    }
+
+    /// tiktoken's `encode_batch` (as `encode_ordinary_batch`: no special ids): the ids of every
+    /// text, in one crossing, across cores when the batch is large enough, as `count_many`.
+    #[pyo3(signature = (texts, /))]
+    fn encode_batch(&self, texts: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+        let py = texts.py();
+        let items = args::texts(texts, "texts")?;
+        let joined = joined_items(&items, "texts")?;
+        let strs: Vec<&str> = joined.iter().map(|t| t.as_ref()).collect();
+        match &self.backend {
+            Backend::Native(c) => in_batches(py, &strs, |batch| c.encode_many(batch)),
+            Backend::Callable { .. } => Err(Self::unsupported("encode_batch")),
         }
     }
 
@@ -268,11 +190,11 @@ impl Tokenizer {
     /// when it already fits.
     fn truncate<'py>(&self, text: &Bound<'py, PyAny>, max_tokens: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
         let py = text.py();
-        let t = args::text(text, "text")?;
+        let t = args::text_joined(text, "text")?;
         let max = args::limit_arg(max_tokens, "max_tokens")?;
         let cut = match &self.backend {
-            Backend::Native(c) => gil::run(py, Work::Bytes(t.len()), || c.truncate(t, max))?,
-            Backend::Callable { func, .. } => truncate_by_calls(py, func, t, max)?,
+            Backend::Native(c) => gil::run(py, Work::Bytes(t.len()), || c.truncate(&t, max))?,
+            Backend::Callable { func, .. } => truncate_by_calls(py, func, &t, max)?,
         };
         if cut.len() == t.len() {
             // Untouched: hand back the same object, no copy.
@@ -330,6 +252,24 @@ impl Tokenizer {
         }
     }
 
+    /// tiktoken's `n_vocab`: ids run 0..n_vocab, special tokens included.
+    #[getter]
+    fn n_vocab(&self) -> Option<usize> {
+        self.native_counter().and_then(|c| c.n_vocab())
+    }
+
+    /// tiktoken's `max_token_value`: the highest id, special tokens included.
+    #[getter]
+    fn max_token_value(&self) -> Option<usize> {
+        self.n_vocab().and_then(|n| n.checked_sub(1))
+    }
+
+    /// tiktoken's `eot_token`, the id of `<|endoftext|>` (OpenAI encodings only).
+    #[getter]
+    fn eot_token(&self) -> Option<u32> {
+        self.native_counter().and_then(|c| c.eot_token())
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("Tokenizer({})", self.name(py))
     }
@@ -384,5 +324,6 @@ impl Tokenizer {
 /// An estimate at four characters a token: `ceil(code points / 4)`.
 #[pyfunction]
 pub fn approximate_tokens(text: &Bound<'_, PyAny>) -> PyResult<usize> {
-    Ok(tokenize::approximate_tokens(args::text(text, "text")?))
+    Ok(tokenize::approximate_tokens(&args::text_joined(text, "text")?))
 }
+

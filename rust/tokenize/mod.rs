@@ -7,6 +7,7 @@
 mod approximate;
 mod huggingface;
 pub mod join;
+mod models;
 mod tiktoken;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +19,7 @@ use crate::cache::{CacheInfo, CountCache, DEFAULT_CAPACITY};
 use crate::error::CtxResult;
 
 pub use approximate::{approximate_tokens, DEFAULT_CHARS_PER_TOKEN};
+pub use models::{encoding_for_model, require_encoding_for_model};
 pub use tiktoken::Encoding;
 
 /// Below this many bytes in a batch, spreading it over threads costs more than it saves.
@@ -77,6 +79,11 @@ impl TokenCounter {
             None => Self::shared(encoding),
             Some(cap) => Arc::new(Self::new(Engine::Tiktoken(encoding), cap)),
         })
+    }
+
+    /// The embedded encoding an OpenAI model counts with (see `models`).
+    pub fn from_model(model: &str, cache_capacity: Option<usize>) -> CtxResult<Arc<Self>> {
+        Self::from_encoding_name(require_encoding_for_model(model)?.name(), cache_capacity)
     }
 
     pub fn from_hf_json(json: &str, cache_capacity: usize) -> CtxResult<Self> {
@@ -167,6 +174,16 @@ impl TokenCounter {
         texts.iter().map(|t| self.count_with(t, use_cache)).collect()
     }
 
+    /// The ids of every text, across all cores when the batch is large enough (as `count_many`).
+    pub fn encode_many(&self, texts: &[&str]) -> CtxResult<Vec<Vec<u32>>> {
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        if texts.len() > 1 && total >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1 {
+            texts.par_iter().map(|t| self.encode(t)).collect()
+        } else {
+            texts.iter().map(|t| self.encode(t)).collect()
+        }
+    }
+
     pub fn encode(&self, text: &str) -> CtxResult<Vec<u32>> {
         match &self.engine {
             Engine::Tiktoken(e) => Ok(e.tokenizer().encode(text)),
@@ -175,7 +192,8 @@ impl TokenCounter {
         }
     }
 
-    /// Decodes ids; bytes that do not form valid UTF-8 become U+FFFD, as tiktoken does.
+    /// Decodes ids; bytes that do not form valid UTF-8 become U+FFFD and a special id gives its
+    /// text (`<|endoftext|>`), as tiktoken does.
     pub fn decode(&self, ids: &[u32]) -> CtxResult<String> {
         match &self.engine {
             Engine::Tiktoken(e) => {
@@ -242,6 +260,25 @@ impl TokenCounter {
             Engine::Tiktoken(e) => Some(e.tokenizer().bpe.num_tokens()),
             Engine::HuggingFace(hf) => Some(hf.vocab_size()),
             Engine::Approximate { .. } => None,
+        }
+    }
+
+    /// tiktoken's `n_vocab`: ids run 0..n_vocab, specials included. For a tokenizer.json, its
+    /// size with added tokens (the same as `vocab_size`).
+    pub fn n_vocab(&self) -> Option<usize> {
+        match &self.engine {
+            Engine::Tiktoken(e) => Some(e.n_vocab()),
+            Engine::HuggingFace(hf) => Some(hf.vocab_size()),
+            Engine::Approximate { .. } => None,
+        }
+    }
+
+    /// The id of `<|endoftext|>` in the OpenAI encodings; None for the others, whose end-of-text
+    /// token (if any) has no common name.
+    pub fn eot_token(&self) -> Option<u32> {
+        match &self.engine {
+            Engine::Tiktoken(e) => Some(e.eot_token()),
+            _ => None,
         }
     }
 

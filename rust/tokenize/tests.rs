@@ -156,3 +156,67 @@ fn memoised_counting_equals_the_engine_on_long_texts() {
         }
     }
 }
+
+#[test]
+fn decode_gives_special_tokens_their_text() {
+    let cl = TokenCounter::shared(Encoding::Cl100kBase);
+    let hello = cl.encode("hello").unwrap();
+    let ids = [&[100_257][..], &hello, &[100_258, 100_276]].concat();
+    assert_eq!(cl.decode(&ids).unwrap(), "<|endoftext|>hello<|fim_prefix|><|endofprompt|>");
+    assert_eq!(o200k().decode(&[199_999]).unwrap(), "<|endoftext|>");
+    assert_eq!(o200k().decode(&[200_018, 199_999]).unwrap(), "<|endofprompt|><|endoftext|>");
+}
+
+#[test]
+fn decode_refuses_the_gap_between_ordinary_and_special_ids() {
+    // cl100k's ids 100261..100275 are neither ranks nor specials.
+    let cl = TokenCounter::shared(Encoding::Cl100kBase);
+    let msg = cl.decode(&[1, 100_261]).err().unwrap().to_string();
+    assert!(msg.contains("100261") && msg.contains("position 1"), "{msg}");
+    let msg = o200k().decode(&[200_019]).err().unwrap().to_string();
+    assert!(msg.contains("200019") && msg.contains("199999 <|endoftext|>"), "{msg}");
+}
+
+#[test]
+fn n_vocab_and_eot_follow_tiktoken() {
+    let cl = TokenCounter::shared(Encoding::Cl100kBase);
+    assert_eq!((cl.vocab_size(), cl.n_vocab(), cl.eot_token()), (Some(100_256), Some(100_277), Some(100_257)));
+    let o = o200k();
+    assert_eq!((o.vocab_size(), o.n_vocab(), o.eot_token()), (Some(199_998), Some(200_019), Some(199_999)));
+    let approx = TokenCounter::approximate(4.0, 0).unwrap();
+    assert_eq!((approx.n_vocab(), approx.eot_token()), (None, None));
+}
+
+#[test]
+fn encode_many_equals_encode_one_by_one() {
+    let tok = o200k();
+    let texts: Vec<String> = (0..200).map(|i| format!("text number {i} ").repeat(i % 40 + 1)).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    assert!(refs.iter().map(|t| t.len()).sum::<usize>() >= PARALLEL_MIN_BYTES);
+    let each: Vec<Vec<u32>> = refs.iter().map(|t| tok.encode(t).unwrap()).collect();
+    assert_eq!(tok.encode_many(&refs).unwrap(), each);
+    assert_eq!(tok.encode_many(&refs[..3]).unwrap(), each[..3].to_vec());
+    assert!(tok.encode_many(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn models_map_to_their_encoding() {
+    let o200k_models = ["gpt-4o", "gpt-4o-mini-2024-07-18", "chatgpt-4o-latest", "gpt-4.1-nano", "gpt-4.5-preview",
+        "gpt-5", "gpt-5.1", "gpt-5-mini", "o1", "o1-preview", "o3-mini", "o4-mini", "ft:gpt-4o-mini:org::abc",
+        "ft:gpt-4.1-mini:org::abc", "openai/gpt-4o", " GPT-4o ", "gpt-oss-120b"];
+    for m in o200k_models {
+        assert_eq!(encoding_for_model(m), Some(Encoding::O200kBase), "{m}");
+    }
+    let cl100k_models = ["gpt-4", "gpt-4-0613", "gpt-4-32k", "gpt-4-turbo", "gpt-3.5-turbo", "gpt-3.5-turbo-0125",
+        "gpt-35-turbo-16k", "text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002",
+        "ft:gpt-3.5-turbo:org::abc", "ft:gpt-4-0613:org::abc", "davinci-002", "ft:babbage-002:org::x"];
+    for m in cl100k_models {
+        assert_eq!(encoding_for_model(m), Some(Encoding::Cl100kBase), "{m}");
+    }
+    for m in ["", "gpt", "gpt-4.2", "gpt-4ox", "o2", "claude-sonnet-4-5", "llama-3-70b", "text-davinci-003", "davinci"] {
+        assert_eq!(encoding_for_model(m), None, "{m}");
+    }
+    let msg = TokenCounter::from_model("llama-3", None).err().unwrap().to_string();
+    assert!(msg.contains("\"llama-3\"") && msg.contains("from_encoding"), "{msg}");
+    assert!(Arc::ptr_eq(&TokenCounter::from_model("gpt-4o", None).unwrap(), &o200k()));
+}

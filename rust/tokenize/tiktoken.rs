@@ -84,17 +84,65 @@ impl Encoding {
         }
     }
 
-    /// Token ids outside the vocabulary would index out of bounds in the engine: refuse them here.
+    /// The special tokens, (text, id), as tiktoken defines them for this encoding. ctxfast never
+    /// emits them (special text is plain text), but decodes them as tiktoken does.
+    pub fn special_tokens(self) -> &'static [(&'static str, u32)] {
+        match self {
+            Self::O200kBase => &[("<|endoftext|>", 199_999), ("<|endofprompt|>", 200_018)],
+            Self::Cl100kBase => &[
+                ("<|endoftext|>", 100_257),
+                ("<|fim_prefix|>", 100_258),
+                ("<|fim_middle|>", 100_259),
+                ("<|fim_suffix|>", 100_260),
+                ("<|endofprompt|>", 100_276),
+            ],
+        }
+    }
+
+    /// tiktoken's `n_vocab`: the highest id, ordinary or special, plus one.
+    pub fn n_vocab(self) -> usize {
+        let specials = self.special_tokens().iter().map(|&(_, id)| id as usize + 1);
+        specials.fold(self.tokenizer().bpe.num_tokens(), usize::max)
+    }
+
+    /// tiktoken's `eot_token`: the id of `<|endoftext|>`.
+    pub fn eot_token(self) -> u32 {
+        match self {
+            Self::O200kBase => 199_999,
+            Self::Cl100kBase => 100_257,
+        }
+    }
+
+    fn special_text(self, id: u32) -> Option<&'static str> {
+        self.special_tokens().iter().find(|&&(_, s)| s == id).map(|&(t, _)| t)
+    }
+
+    /// The bytes of a token sequence; a special id gives its text, as tiktoken's `decode` does.
+    /// An id that is neither (past the table, or in cl100k's unused 100261..100276) is refused
+    /// here: the engine would index out of bounds.
     pub fn decode_bytes(self, ids: &[u32]) -> CtxResult<Vec<u8>> {
         let bpe = &self.tokenizer().bpe;
         let n = bpe.num_tokens();
-        if let Some((pos, bad)) = ids.iter().enumerate().find(|(_, &id)| id as usize >= n) {
-            return Err(CtxError::invalid(format!(
-                "token id {bad} at position {pos} is not in {} (ids run 0..{n}; special tokens are not decoded)",
-                self.name()
-            )));
+        let mut out = Vec::with_capacity(ids.len().saturating_mul(4));
+        // Runs of ordinary ids go to the engine whole; specials are spliced in between.
+        let mut start = 0;
+        for (pos, &id) in ids.iter().enumerate() {
+            if (id as usize) < n {
+                continue;
+            }
+            let Some(text) = self.special_text(id) else {
+                return Err(CtxError::invalid(format!(
+                    "token id {id} at position {pos} is not in {} (ordinary ids run 0..{n}; special ids: {})",
+                    self.name(),
+                    self.special_tokens().iter().map(|(t, i)| format!("{i} {t}")).collect::<Vec<_>>().join(", ")
+                )));
+            };
+            out.extend(bpe.decode_tokens(&ids[start..pos]));
+            out.extend_from_slice(text.as_bytes());
+            start = pos + 1;
         }
-        Ok(bpe.decode_tokens(ids))
+        out.extend(bpe.decode_tokens(&ids[start..]));
+        Ok(out)
     }
 
     /// Byte offset after each token of `text`, ascending.
