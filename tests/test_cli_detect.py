@@ -302,3 +302,22 @@ def test_a_max_tokens_over_the_window_names_the_field(tmp_path: Path, monkeypatc
     res = invoke(["fit", "p.json", "--window", "4000"], monkeypatch, capsys)
     assert res.code == 2 and len(res.err.splitlines()) == 1
     assert "max_tokens reserves 4,096" in res.err and "hint: raise --window above 4,096" in res.err
+
+
+def test_fit_counts_the_payloads_named_tool_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A named tool_choice costs tokens (ctxfast.openai's rule); the command line passes it on."""
+    from ctxfast import openai as oa
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    msgs = [{"role": "user", "content": "weather?"}]
+    body = {"model": "gpt-4o", "messages": msgs, "tools": tools,
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+    (tmp_path / "p.json").write_text(json.dumps(body), encoding="utf-8")
+    res = invoke(["fit", str(tmp_path / "p.json"), "--window", "10000", "--json", "-o", str(tmp_path / "o.json")],
+                 monkeypatch, capsys)
+    assert res.code == 0, res.err
+    expected = oa.fit_messages(msgs, 10_000, tools=tools, tool_choice=body["tool_choice"])[1].total
+    assert json.loads(res.out)["total"] == expected
+    assert expected > oa.fit_messages(msgs, 10_000, tools=tools)[1].total

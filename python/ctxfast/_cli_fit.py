@@ -63,7 +63,8 @@ def _adapter_fit(fmt: str, data: Any, messages: Any, budget: Budget, policy: Pol
             body.get("system"), messages, budget, tools=body.get("tools"), policy=policy, tokenizer=tok,
             model=body.get("model"), tool_choice=body.get("tool_choice") or "auto",
         )
-    return openai_adapter.fit_messages(messages, budget, tools=body.get("tools"), policy=policy, tokenizer=tok)
+    return openai_adapter.fit_messages(messages, budget, tools=body.get("tools"), policy=policy, tokenizer=tok,
+                                       tool_choice=body.get("tool_choice"))
 
 
 def _check_shape(name: str, messages: Any) -> None:

@@ -34,6 +34,8 @@ alone in the current turn. The stored conversation itself is on the server and n
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -133,14 +135,16 @@ def _read(item: dict[str, Any], kind: str, where: str) -> tuple[list[str], int, 
     return strings, TOKENS_PER_ITEM, None
 
 
-def _tools(tools: Sequence[Any], encoding: str) -> tuple[list[str], list[_payload.Where], int]:
-    """Function tools by the Chat schema rule (``ctxfast.openai``), one at a time so that paths name
-    the tool's own index; any other tool by its JSON text."""
-    from ctxfast.openai import FUNC_END, _tools_parts
+def _tools(tools: Sequence[Any], has_system: bool) -> tuple[list[str], list[_payload.Where], int]:
+    """Function tools rendered as the Chat ``tools`` are (``ctxfast.openai``: the namespace the
+    API renders), paths naming each tool's own index; any other (built-in) tool by its JSON text,
+    an estimate."""
+    from ctxfast._openai_schema import tools_parts
 
     strings: list[str] = []
     origins: list[_payload.Where] = []
-    constant = 0
+    functions: list[Any] = []
+    index_of: list[int] = []  # a function tool's index in `tools`
     for i, tool in enumerate(tools):
         at = f"tools[{i}]"
         if not isinstance(tool, dict):
@@ -149,22 +153,26 @@ def _tools(tools: Sequence[Any], encoding: str) -> tuple[list[str], list[_payloa
             strings.append(_payload.as_json(tool, at, sort_keys=True))
             origins.append(_payload.Origin(at, i))
             continue
-        try:
-            s, o, c = _tools_parts([tool], encoding)
-        except CtxfastError as e:
-            raise type(e)(str(e).replace("tools[0]", at)) from None
-        strings += s
-        origins += [_moved(w, at, i) for w in o]
-        constant += c - FUNC_END
-    return strings, origins, constant + FUNC_END if any(
-        isinstance(t, dict) and t.get("type", "function") == "function" for t in tools
-    ) else constant
+        functions.append(tool)
+        index_of.append(i)
+
+    def moved(text: str) -> str:
+        # The renderer names tools by their place among the function tools.
+        return _FUNCTION_INDEX.sub(lambda m: f"tools[{index_of[int(m.group(1))]}]", text, count=1)
+
+    try:
+        s, o, constant = tools_parts(functions, None, has_system)
+    except CtxfastError as e:
+        raise type(e)(moved(str(e))) from None
+    strings += s
+    for w in o:
+        pieces = (w,) if isinstance(w, _payload.Origin) else w
+        shifted = tuple(_payload.Origin(moved(p.path), index_of[p.item] if isinstance(p.item, int) and p.item < len(index_of) else p.item, p.start) for p in pieces)
+        origins.append(shifted[0] if isinstance(w, _payload.Origin) else shifted)
+    return strings, origins, constant
 
 
-def _moved(where: _payload.Where, at: str, i: int) -> _payload.Where:
-    if isinstance(where, _payload.Origin):
-        return _payload.Origin(where.path.replace("tools[0]", at, 1), i, where.start)
-    return tuple(_payload.Origin(w.path.replace("tools[0]", at, 1), i, w.start) for w in where)
+_FUNCTION_INDEX = re.compile(r"tools\[(\d+)\]")
 
 
 def fit_responses(
@@ -258,7 +266,7 @@ def _fit(
     _pair(calls, results, groups, roles)
     here.at = "tools"
     tok = _payload.resolve_tokenizer(tokenizer)
-    schema_strings, schema_origins, schema_tokens = _tools(tool_list, tok.name)
+    schema_strings, schema_origins, schema_tokens = _tools(tool_list, instructions is not None or "system" in roles)
     here.at = None
     fixed = [
         Fixed("<tool schemas>", PromptLayer.TOOLS, schema_strings, schema_tokens, "tools", schema_origins),

@@ -7,13 +7,13 @@ use super::args;
 use super::tokenizer::Tokenizer;
 use crate::tokenize::{self, TokenCounter};
 
-/// The name of the embedded encoding an OpenAI model counts with.
+/// tiktoken's `encoding_name_for_model`: `"o200k_base"` or `"cl100k_base"`.
 #[pyfunction]
 pub fn encoding_name_for_model(model: &Bound<'_, PyAny>) -> PyResult<&'static str> {
     Ok(tokenize::require_encoding_for_model(args::text(model, "model")?)?.name())
 }
 
-/// The model's encoding as a `Tokenizer`, as `Tokenizer.for_model` gives it.
+/// tiktoken's `encoding_for_model`: the model's encoding, as a `Tokenizer`.
 #[pyfunction]
 #[pyo3(signature = (model, *, cache_capacity=None))]
 pub fn encoding_for_model(model: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Tokenizer> {

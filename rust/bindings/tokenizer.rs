@@ -161,8 +161,8 @@ impl Tokenizer {
         }
     }
 
-    /// tiktoken's `encode_batch` (as `encode_ordinary_batch`: no special ids): the ids of every
-    /// text, in one crossing, across cores when the batch is large enough, as `count_many`.
+    /// The token ids of every text, in order: tiktoken's `encode_batch` as `encode_ordinary_batch`
+    /// (no special ids), in one call into the core.
     #[pyo3(signature = (texts, /))]
     fn encode_batch(&self, texts: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
         let py = texts.py();
@@ -252,19 +252,22 @@ impl Tokenizer {
         }
     }
 
-    /// tiktoken's `n_vocab`: ids run 0..n_vocab, special tokens included.
+    /// tiktoken's `n_vocab`: ids run `0..n_vocab`, special tokens included (cl100k_base 100,277,
+    /// o200k_base 200,019). For a tokenizer.json it equals `vocab_size`; None for `approximate()`
+    /// and `from_callable()`.
     #[getter]
     fn n_vocab(&self) -> Option<usize> {
         self.native_counter().and_then(|c| c.n_vocab())
     }
 
-    /// tiktoken's `max_token_value`: the highest id, special tokens included.
+    /// tiktoken's `max_token_value`: the highest id, `n_vocab - 1`; None without a vocabulary.
     #[getter]
     fn max_token_value(&self) -> Option<usize> {
         self.n_vocab().and_then(|n| n.checked_sub(1))
     }
 
-    /// tiktoken's `eot_token`, the id of `<|endoftext|>` (OpenAI encodings only).
+    /// tiktoken's `eot_token`, the id of `<|endoftext|>` (cl100k_base 100257, o200k_base 199999);
+    /// None for tokenizers other than the embedded encodings.
     #[getter]
     fn eot_token(&self) -> Option<u32> {
         self.native_counter().and_then(|c| c.eot_token())
