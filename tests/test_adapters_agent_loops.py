@@ -218,3 +218,20 @@ def test_an_adapter_fit_that_removed_something_logs_one_info_line(caplog: pytest
     assert len(caplog.records) == 1, caplog.records
     line = caplog.records[0].getMessage()
     assert line.startswith("ctxfast fit: 3 -> ") and "removed" in line and "conversation.oldest_first" in line, line
+
+
+def test_a_payload_without_a_user_message_never_comes_back_empty() -> None:
+    """With no ask (calls and results alone), the last unit is the protected current turn: a
+    small budget is Unfittable, never an empty request (the Responses helper found it)."""
+    big = "x " * 400
+    msgs: list[dict[str, Any]] = [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": big},
+    ]
+    with pytest.raises(Unfittable):
+        openai.fit_messages(msgs, 50)
+    an = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+          {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": big}]}]
+    with pytest.raises(Unfittable):
+        anthropic.fit_messages(None, an, 50)

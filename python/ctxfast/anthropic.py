@@ -180,6 +180,7 @@ def _fit(
         return any(b["type"] == "tool_use" for b in blocks[i])
 
     groups, current, pinned = _payload.assign_units(roles, opens_exchange, makes_calls, pin_first_user)
+    _payload.protect_last_unit(groups, current)  # no ask: the last unit is the current turn
     records: list[Message] = []
     calls: list[ToolLink] = []
     results: list[ToolLink] = []

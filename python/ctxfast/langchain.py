@@ -262,6 +262,7 @@ def _trim(
         roles, lambda i: True, lambda i: messages[i].type == "ai" and bool(getattr(messages[i], "tool_calls", None)),
         pin_first_user,
     )
+    _payload.protect_last_unit(groups, current)  # no ask: the last unit is the current turn
     mode, count_fn = _counter(token_counter)
     records: list[Message] = []
     links: list[ToolLink] = []

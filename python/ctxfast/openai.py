@@ -239,6 +239,7 @@ def _fit(
     groups, current, pinned = _payload.assign_units(
         roles, lambda i: True, lambda i: bool(read[i][3]) or bool(messages[i].get("function_call")), pin_first_user
     )
+    _payload.protect_last_unit(groups, current)  # no ask: the last unit is the current turn
     records: list[Message] = []
     calls: list[ToolLink] = []
     results: list[ToolLink] = []
