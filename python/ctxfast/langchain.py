@@ -2,7 +2,11 @@
 
 ``langchain-core`` is an optional extra: ``pip install "ctxfast[langchain]"``.
 
-It takes the same common arguments. What is different:
+It takes the same arguments and call forms: ``trim_messages(max_tokens=...)`` without messages
+is a ``Runnable`` (``prompt | trimmer | llm``); message-likes (tuples, dicts, strings, a
+``ChatPromptValue``, a generator) are converted by LangChain's ``convert_to_messages``; ``[]``
+gives ``[]``; ``end_on`` drops trailing messages of other types; a counter it cannot use is a
+``ValueError`` (``InvalidArgumentError``). What is different:
 
 - **The system message is never dropped.** With ``include_system=True`` (the default here)
   system messages are protected. LangChain's own function returns only ``[system]`` when the
@@ -10,7 +14,7 @@ It takes the same common arguments. What is different:
 - **No orphaned tool results.** An exchange (a human message with every AI and tool message
   after it) leaves whole. Under the default ``Policy.agent()`` an old tool exchange is first
   replaced by a tagged digest, a ``HumanMessage`` that holds no tool blocks. The kept history
-  therefore always starts at a human message, and ``start_on``/``end_on`` need not do anything.
+  therefore always starts at a human message, and ``start_on`` need not do anything.
 - **The current turn stays.** The last human message is never dropped, and neither is the
   newest tool round after it. In an agent loop (one human ask, then many ``AIMessage``
   tool-call rounds with their ``ToolMessage`` results) each older round is a unit of its own,
@@ -22,13 +26,17 @@ It takes the same common arguments. What is different:
   OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given, all in
   one native batch. A list counter is handed whole exchanges (a tool result always comes with
   its call), and digests are counted with the caller's counter too.
-- **``allow_partial=True``** raises ``UnsupportedOperationError``. To cut message bodies, pass a
+- **``allow_partial=True``** with ``strategy="last"`` raises ``UnsupportedOperationError``. To cut message bodies, pass a
   policy with a ``truncate`` rung: it shortens one piece of a message, its longest text (a str
   content, a str item or a text block of a content list), in a copy; images, tool calls and the
   other blocks stay. (With the default counter the pieces of a content list are counted one by
-  one, as the OpenAI adapter counts parts.) ``text_splitter`` is not used.
-- **``strategy="first"``** keeps the oldest exchanges: newest goes first, but the current turn
-  still never goes.
+  one, as the OpenAI adapter counts parts.)
+- **``strategy="first"``** (without ``policy=``) is LangChain's: the longest prefix that fits,
+  counted as one list (a list counter is called on the whole prefix, so a chat model's reply
+  priming counts once), then with ``allow_partial`` the front of the next message (content
+  blocks dropped from the end, then its text cut at ``text_splitter``'s pieces, lines by
+  default), then ``end_on``. The one difference: the prefix never ends inside a tool round (a
+  call without its results), which a provider would reject. Its ``.fit`` is None.
 - **Tool calls and results are paired by id** (``AIMessage.tool_calls[k]["id"]`` and
   ``ToolMessage.tool_call_id``). A ``ToolMessage`` whose call is not in its exchange (a
   ``HumanMessage`` stands between them), one answering no earlier call or answering a call a
@@ -42,14 +50,15 @@ It takes the same common arguments. What is different:
 
 from __future__ import annotations
 
-import inspect
-import math
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
-from ctxfast._errors import ArgumentTypeError, CounterError, InvalidArgumentError, UnsupportedOperationError
+from ctxfast._langchain_count import counter
+from ctxfast._langchain_input import convert, drop_trailing, first_prefix
+from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, UnsupportedOperationError
 from ctxfast._payload import Message, Origin, ToolLink, Where
 from ctxfast._rounds import replace_at
 from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL
@@ -59,6 +68,7 @@ __all__ = ["trim_messages"]
 _ROLE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool", "function": "tool", "chat": "user"}
 _APPROX_CHARS_PER_TOKEN = 4.0
 _APPROX_PER_MESSAGE = 3
+_UNBOUNDED = 2**31 - 1  # a window no count reaches: the fit then only counts
 
 
 def _pieces(content: Any, where: str, origins: list[Where] | None = None) -> list[tuple[tuple[Any, ...], str]]:
@@ -99,59 +109,6 @@ def _with_text(m: Any, path: tuple[Any, ...], text: str) -> Any:
     return m.model_copy(update={"content": replace_at(m.content, path[1:], text)})
 
 
-def _tokens(value: Any) -> int:
-    """A counter's answer as whole tokens: fractions round up (never an undercount)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-        raise CounterError(f"token_counter must return a number >= 0, it returned {_payload.preview(value)}")
-    return math.ceil(value)
-
-
-def _takes_one_message(counter: Callable[..., Any]) -> bool:
-    """True when the counter's first parameter is annotated as a single BaseMessage."""
-    try:
-        params = list(inspect.signature(counter).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if not params:
-        return False
-    annotation = params[0].annotation
-    name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    return str(name).split(".")[-1].strip("'\"") == "BaseMessage"
-
-
-def _guarded(fn: Callable[[Any], Any]) -> Callable[[Any], int]:
-    """The caller's counter, its failures reported as CounterError (Ctrl-C passes through)."""
-
-    def call(arg: Any) -> int:
-        try:
-            value = fn(arg)
-        except Exception as e:
-            raise CounterError(f"token_counter raised {_payload.exception_text(e)}") from e
-        return _tokens(value)
-
-    return call
-
-
-def _counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
-    """("native" | "approximate" | "message" | "list", the counting function)."""
-    if token_counter is None:
-        return "native", None
-    if isinstance(token_counter, str):
-        if token_counter == "approximate":
-            return "approximate", None
-        raise InvalidArgumentError(f"argument 'token_counter' string must be 'approximate', got {token_counter!r}")
-    if hasattr(token_counter, "get_num_tokens_from_messages"):
-        return "list", _guarded(token_counter.get_num_tokens_from_messages)
-    if callable(token_counter):
-        if _takes_one_message(token_counter):
-            return "message", _guarded(token_counter)
-        return "list", _guarded(token_counter)
-    raise ArgumentTypeError(
-        "argument 'token_counter' must be a callable, a chat model, 'approximate' or None, "
-        f"not {type(token_counter).__name__}"
-    )
-
-
 def _name(m: Any, where: str) -> str:
     """A message's ``name`` as ChatOpenAI sends it ("" when unset), read safely. A
     ``ToolMessage``'s name is not sent (langchain-openai keeps only content, role and
@@ -177,16 +134,7 @@ def _calls(m: Any, where: str) -> list[tuple[str, str, Any]]:
 def _policy(policy: Policy | str | None, strategy: str, allow_partial: bool) -> Policy:
     if strategy not in ("last", "first"):
         raise InvalidArgumentError(f"argument 'strategy' must be 'last' or 'first', got {strategy!r}")
-    base = _payload.resolve_policy(policy) if policy is not None or strategy == "last" else None
-    if base is None:
-        base = Policy.from_dict(
-            {
-                "name": "keep_first",
-                "rungs": [
-                    {"name": "exchanges.drop_newest", "layers": ["conversation", "tool_result", "summary"], "order": "newest"}
-                ],
-            }
-        )
+    base = _payload.resolve_policy(policy)
     if allow_partial:
         # A truncate rung after a rung that drops whole exchanges would never fire: say so
         # rather than accept the flag and do nothing.
@@ -200,7 +148,7 @@ def _policy(policy: Policy | str | None, strategy: str, allow_partial: bool) -> 
 
 
 def trim_messages(
-    messages: Sequence[Any],
+    messages: Any = None,
     *,
     max_tokens: int,
     token_counter: Any = None,
@@ -225,11 +173,65 @@ def trim_messages(
         from langchain_core.messages import HumanMessage
     except ImportError as e:  # pragma: no cover - exercised only without the extra
         raise ImportError('ctxfast.langchain needs langchain-core: pip install "ctxfast[langchain]"') from e
+    options = dict(
+        max_tokens=max_tokens, token_counter=token_counter, strategy=strategy, allow_partial=allow_partial,
+        end_on=end_on, start_on=start_on, include_system=include_system, text_splitter=text_splitter,
+        policy=policy, tokenizer=tokenizer, reserve=reserve, pin_first_user=pin_first_user,
+    )
+    if messages is None:
+        # LangChain's runnable form: `prompt | trim_messages(max_tokens=...) | llm`.
+        from langchain_core.runnables import RunnableLambda
+
+        return RunnableLambda(functools.partial(trim_messages, **options), name="trim_messages")  # type: ignore[return-value]
     with _payload.boundary() as here:
+        msgs = convert(messages)
+        if strategy not in ("last", "first"):
+            raise InvalidArgumentError(f"argument 'strategy' must be 'last' or 'first', got {strategy!r}")
+        if strategy == "first" and policy is None:
+            return _first(HumanMessage, msgs, options, here)
+        msgs = drop_trailing(msgs, end_on)
+        if not msgs:
+            out = TrimmedMessages()
+            out.fit = None
+            return out
         return _trim(
-            HumanMessage, messages, max_tokens, token_counter, strategy, allow_partial, include_system,
+            HumanMessage, msgs, max_tokens, token_counter, strategy, allow_partial, include_system,
             policy, tokenizer, reserve, pin_first_user, here,
         )
+
+
+def _first(HumanMessage: Any, msgs: list[Any], options: dict[str, Any], here: _payload.Cursor) -> TrimmedMessages:  # noqa: N803
+    """LangChain's ``strategy="first"``: the longest prefix that fits, counted as a whole list
+    (one reply priming, one call of a list counter per probe), plus a partial next message
+    with ``allow_partial``. A prefix never separates a tool result from its call."""
+    mode, count_fn = counter(options["token_counter"])
+    max_tokens = options["max_tokens"]
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise ArgumentTypeError(f"argument 'max_tokens' (the window) must be an int, not {type(max_tokens).__name__}")
+    if max_tokens < 0:
+        raise InvalidArgumentError(f"argument 'max_tokens' (the window) must be >= 0, got {max_tokens}")
+
+    def count(prefix: list[Any]) -> int:
+        if not prefix:
+            return 0
+        if mode == "list" and count_fn is not None:
+            return count_fn(prefix)
+        if mode == "message" and count_fn is not None:
+            return sum(count_fn(m) for m in prefix)
+        # The native and approximate counts are what a fit of the whole list would total.
+        fit = _trim(
+            HumanMessage, prefix, _UNBOUNDED, options["token_counter"], "last", False, True, "context_window",
+            options["tokenizer"], 0, False, here,
+        ).fit
+        return int(fit.total)
+
+    kept = first_prefix(
+        msgs, max_tokens - options["reserve"], count, allow_partial=options["allow_partial"],
+        text_splitter=options["text_splitter"], end_on=options["end_on"],
+    )
+    out = TrimmedMessages(kept)
+    out.fit = None
+    return out
 
 
 def _trim(
@@ -263,7 +265,7 @@ def _trim(
         pin_first_user,
     )
     _payload.protect_last_unit(groups, current)  # no ask: the last unit is the current turn
-    mode, count_fn = _counter(token_counter)
+    mode, count_fn = counter(token_counter)
     records: list[Message] = []
     links: list[ToolLink] = []
     results: list[ToolLink] = []

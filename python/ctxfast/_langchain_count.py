@@ -1,0 +1,68 @@
+"""How ``ctxfast.langchain`` reads a ``token_counter``: a chat model, a callable over a list of
+messages or over one message, ``"approximate"`` or None (the native count)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ctxfast import _payload
+from ctxfast._errors import CounterError, InvalidArgumentError
+
+__all__ = ["counter"]
+
+
+def _tokens(value: Any) -> int:
+    """A counter's answer as whole tokens: fractions round up (never an undercount)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise CounterError(f"token_counter must return a number >= 0, it returned {_payload.preview(value)}")
+    return math.ceil(value)
+
+
+def _takes_one_message(counter: Callable[..., Any]) -> bool:
+    """True when the counter's first parameter is annotated as a single BaseMessage."""
+    try:
+        params = list(inspect.signature(counter).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if not params:
+        return False
+    annotation = params[0].annotation
+    name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    return str(name).split(".")[-1].strip("'\"") == "BaseMessage"
+
+
+def _guarded(fn: Callable[[Any], Any]) -> Callable[[Any], int]:
+    """The caller's counter, its failures reported as CounterError (Ctrl-C passes through)."""
+
+    def call(arg: Any) -> int:
+        try:
+            value = fn(arg)
+        except Exception as e:
+            raise CounterError(f"token_counter raised {_payload.exception_text(e)}") from e
+        return _tokens(value)
+
+    return call
+
+
+def counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
+    """("native" | "approximate" | "message" | "list", the counting function)."""
+    if token_counter is None:
+        return "native", None
+    if isinstance(token_counter, str):
+        if token_counter == "approximate":
+            return "approximate", None
+        raise InvalidArgumentError(f"argument 'token_counter' string must be 'approximate', got {token_counter!r}")
+    if hasattr(token_counter, "get_num_tokens_from_messages"):
+        return "list", _guarded(token_counter.get_num_tokens_from_messages)
+    if callable(token_counter):
+        if _takes_one_message(token_counter):
+            return "message", _guarded(token_counter)
+        return "list", _guarded(token_counter)
+    # ValueError (InvalidArgumentError), as LangChain raises for a counter it cannot use.
+    raise InvalidArgumentError(
+        "argument 'token_counter' must be a callable, a chat model, 'approximate' or None, "
+        f"not {type(token_counter).__name__}"
+    )
