@@ -336,11 +336,12 @@ def test_strategy_first_keeps_the_oldest_exchanges() -> None:
     assert out.fit is None  # a prefix has no policy trace
 
 
-def test_allow_partial_is_refused_with_guidance() -> None:
-    """A truncate rung behind a floorless drop rung would never fire, so the flag is refused."""
+def test_allow_partial_with_a_policy_is_refused_with_guidance() -> None:
+    """With a policy, a truncate rung behind a floorless drop rung would never fire, so the flag
+    is refused (without one, allow_partial is LangChain's: see test_langchain_dropin.py)."""
     msgs = langchain_session(3, 4)
     with pytest.raises(UnsupportedOperationError, match="truncate"):
-        trim_messages(msgs, max_tokens=500, allow_partial=True)
+        trim_messages(msgs, max_tokens=500, allow_partial=True, policy="agent")
 
 
 def test_a_truncate_policy_cuts_bodies_into_copies() -> None:

@@ -85,3 +85,29 @@ def test_first_with_the_native_counter_counts_the_whole_list() -> None:
     full = trim_messages(msgs, max_tokens=10_000).fit.total
     assert trim_messages(msgs, max_tokens=full, strategy="first") == msgs
     assert trim_messages(msgs, max_tokens=full - 1, strategy="first") == msgs[:2]
+
+
+def test_last_allow_partial_keeps_the_back_of_the_message_before() -> None:
+    msgs = [SystemMessage("s"), HumanMessage("q1"), AIMessage("one\ntwo three\nfour five"), HumanMessage("q2")]
+    # system 2 + q2 2 = 4; the back line of the answer ("four five", 3) fits in 7, two lines do not.
+    out = trim_messages(msgs, max_tokens=7, token_counter=words, allow_partial=True)
+    assert out[0] is msgs[0] and out[-1] is msgs[-1] and out[1].content == "four five" and len(out) == 3
+    assert msgs[2].content == "one\ntwo three\nfour five"  # a copy was cut
+    started = trim_messages(msgs, max_tokens=7, token_counter=words, allow_partial=True, start_on="human")
+    assert started == [msgs[0], msgs[3]]
+
+
+def test_last_allow_partial_never_starts_at_a_tool_result() -> None:
+    call = {"name": "f", "args": {}, "id": "c1", "type": "tool_call"}
+    msgs = [HumanMessage("q"), AIMessage("", tool_calls=[call]), ToolMessage("r", tool_call_id="c1"), AIMessage("done now")]
+    # [result, answer] is 5 and would fit, but a result without its call is not sent.
+    out = trim_messages(msgs, max_tokens=5, token_counter=words, allow_partial=True, include_system=False)
+    assert out == msgs[3:]
+
+
+def test_last_allow_partial_keeps_the_system_message_or_raises() -> None:
+    import ctxfast
+
+    msgs = [SystemMessage("a b c d e"), HumanMessage("q")]
+    with pytest.raises(ctxfast.Unfittable, match="system"):
+        trim_messages(msgs, max_tokens=3, token_counter=words, allow_partial=True)

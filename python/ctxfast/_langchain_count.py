@@ -54,7 +54,8 @@ def counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
     if isinstance(token_counter, str):
         if token_counter == "approximate":
             return "approximate", None
-        raise InvalidArgumentError(f"argument 'token_counter' string must be 'approximate', got {token_counter!r}")
+        # LangChain's wording, so code matching its message keeps working.
+        raise InvalidArgumentError(f"Invalid token_counter shortcut {token_counter!r}: argument 'token_counter' string must be 'approximate'")
     if hasattr(token_counter, "get_num_tokens_from_messages"):
         return "list", _guarded(token_counter.get_num_tokens_from_messages)
     if callable(token_counter):
@@ -63,6 +64,7 @@ def counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
         return "list", _guarded(token_counter)
     # ValueError (InvalidArgumentError), as LangChain raises for a counter it cannot use.
     raise InvalidArgumentError(
-        "argument 'token_counter' must be a callable, a chat model, 'approximate' or None, "
-        f"not {type(token_counter).__name__}"
+        # The first sentence is LangChain's wording, so code matching its message keeps working.
+        "'token_counter' expected to be a model that implements 'get_num_tokens_from_messages()' or a "
+        f"function. Received object of type {type(token_counter)}. (ctxfast also takes 'approximate' or None.)"
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from ctxfast._errors import ArgumentTypeError
 
-__all__ = ["convert", "is_type", "drop_trailing", "first_prefix"]
+__all__ = ["convert", "is_type", "drop_trailing", "first_prefix", "last_suffix"]
 
 
 def convert(messages: Any) -> list[Any]:
@@ -77,22 +77,25 @@ def _splitter(text_splitter: Any) -> Callable[[str], list[str]]:
     raise ArgumentTypeError(f"argument 'text_splitter' must be a callable or a TextSplitter, not {type(text_splitter).__name__}")
 
 
-def _partial(m: Any, fits: Callable[[Any], bool], split: Callable[[str], list[str]]) -> Any | None:
-    """The longest front part of message `m` that `fits`: content blocks dropped from the end,
-    then the (first) text cut at the splitter's pieces, dropped from the end. None if no part."""
+def _partial(m: Any, fits: Callable[[Any], bool], split: Callable[[str], list[str]], back: bool = False) -> Any | None:
+    """The longest front part of message `m` that `fits` (with `back`, the longest back part):
+    content blocks dropped from the other end, then its first (last) text cut at the splitter's
+    pieces, dropped from the other end. None if no part fits."""
     content = m.content
+
+    def side(seq: list[Any], keep: int) -> list[Any]:
+        return seq[len(seq) - keep :] if back else seq[:keep]
+
     if isinstance(content, list) and content:
         for keep in range(len(content) - 1, 0, -1):
-            candidate = m.model_copy(update={"content": content[:keep]})
+            candidate = m.model_copy(update={"content": side(content, keep)})
             if fits(candidate):
                 return candidate
     if isinstance(content, str):
         text, rebuild = content, lambda t: t
     else:
-        at = next(
-            (j for j, b in enumerate(content or []) if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")),
-            None,
-        )
+        texts = [j for j, b in enumerate(content or []) if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")]
+        at = (texts[-1] if back else texts[0]) if texts else None
         if at is None:
             return None
         block = content[at]
@@ -101,12 +104,64 @@ def _partial(m: Any, fits: Callable[[Any], bool], split: Callable[[str], list[st
         def rebuild(t: str) -> Any:
             return [t if isinstance(block, str) else {**block, "text": t}]
 
-    pieces = split(text)
+    pieces = list(split(text))
     for keep in range(len(pieces) - 1, 0, -1):
-        candidate = m.model_copy(update={"content": rebuild("".join(pieces[:keep]))})
+        candidate = m.model_copy(update={"content": rebuild("".join(side(pieces, keep)))})
         if fits(candidate):
             return candidate
     return None
+
+
+def _calls(m: Any) -> bool:
+    return getattr(m, "type", None) == "ai" and bool(getattr(m, "tool_calls", None))
+
+
+def _cuttable(m: Any) -> bool:
+    """Whether a part of `m` may be sent: not a tool result, nor a message with tool calls."""
+    return getattr(m, "type", None) != "tool" and not _calls(m)
+
+
+def _longest(cuts: list[int], fits: Callable[[int], bool]) -> int:
+    """The last of `cuts` (ordered by growing kept size) that `fits`; `cuts[0]` if none."""
+    lo, hi = 0, len(cuts) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(cuts[mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return cuts[lo]
+
+
+def last_suffix(
+    messages: list[Any],
+    head: list[Any],
+    max_tokens: int,
+    count: Callable[[list[Any]], int],
+    *,
+    text_splitter: Any,
+    start_on: Any,
+) -> list[Any] | None:
+    """``strategy="last"`` with ``allow_partial``: `head` (the kept system message, or nothing)
+    and the longest suffix of `messages` that fits, with the back part of the message before it
+    when that still fits; then leading messages not of type `start_on` dropped. The suffix never
+    starts at a tool result. None when `head` alone is over `max_tokens`."""
+    if count(head) > max_tokens:
+        return None
+    split = _splitter(text_splitter)
+    n = len(messages)
+    # Suffixes messages[k:], from the shortest (k = n) to the longest (k = 0).
+    cuts = [k for k in range(n, -1, -1) if k in (0, n) or getattr(messages[k], "type", None) != "tool"]
+    start = _longest(cuts, lambda k: count(head + messages[k:]) <= max_tokens)
+    kept = list(messages[start:])
+    if start > 0 and _cuttable(messages[start - 1]):
+        part = _partial(messages[start - 1], lambda c: count(head + [c] + kept) <= max_tokens, split, back=True)
+        if part is not None:
+            kept.insert(0, part)
+    if start_on is not None:
+        while kept and not is_type(kept[0], start_on):
+            kept.pop(0)
+    return head + kept
 
 
 def first_prefix(
@@ -124,26 +179,15 @@ def first_prefix(
     split = _splitter(text_splitter)
     n = len(messages)
 
-    def calls(m: Any) -> bool:
-        return getattr(m, "type", None) == "ai" and bool(getattr(m, "tool_calls", None))
-
     def clean(k: int) -> bool:
         # A cut that leaves no tool call without its results and no result without its call:
         # providers reject both, so a prefix ends only where a tool round is complete.
-        return k == n or (getattr(messages[k], "type", None) != "tool" and not (k > 0 and calls(messages[k - 1])))
+        return k == n or (getattr(messages[k], "type", None) != "tool" and not (k > 0 and _calls(messages[k - 1])))
 
-    cuts = [k for k in range(n + 1) if clean(k)]
     # Counts grow with the prefix, so the longest clean prefix that fits is found by bisection.
-    lo, hi = 0, len(cuts) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(messages[: cuts[mid]]) <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    end = cuts[lo]
+    end = _longest([k for k in range(n + 1) if clean(k)], lambda k: count(messages[:k]) <= max_tokens)
     kept = list(messages[:end])
-    if allow_partial and end < n and not calls(messages[end]) and getattr(messages[end], "type", None) != "tool":
+    if allow_partial and end < n and _cuttable(messages[end]):
         part = _partial(messages[end], lambda c: count(kept + [c]) <= max_tokens, split)
         if part is not None:
             kept.append(part)

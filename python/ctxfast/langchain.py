@@ -26,7 +26,10 @@ gives ``[]``; ``end_on`` drops trailing messages of other types; a counter it ca
   OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given, all in
   one native batch. A list counter is handed whole exchanges (a tool result always comes with
   its call), and digests are counted with the caller's counter too.
-- **``allow_partial=True``** with ``strategy="last"`` raises ``UnsupportedOperationError``. To cut message bodies, pass a
+- **``allow_partial=True``** without ``policy=`` is LangChain's (the kept system message, the
+  longest suffix that fits counted as one list, the back part of the message before it, then
+  ``start_on``), except that no cut separates a tool result from its call. With a policy it
+  raises ``UnsupportedOperationError``. To cut message bodies, pass a
   policy with a ``truncate`` rung: it shortens one piece of a message, its longest text (a str
   content, a str item or a text block of a content list), in a copy; images, tool calls and the
   other blocks stay. (With the default counter the pieces of a content list are counted one by
@@ -57,8 +60,8 @@ from typing import Any
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
 from ctxfast._langchain_count import counter
-from ctxfast._langchain_input import convert, drop_trailing, first_prefix
-from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, UnsupportedOperationError
+from ctxfast._langchain_input import convert, drop_trailing, first_prefix, last_suffix
+from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, Unfittable, UnsupportedOperationError
 from ctxfast._payload import Message, Origin, ToolLink, Where
 from ctxfast._rounds import replace_at
 from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL
@@ -187,9 +190,9 @@ def trim_messages(
         msgs = convert(messages)
         if strategy not in ("last", "first"):
             raise InvalidArgumentError(f"argument 'strategy' must be 'last' or 'first', got {strategy!r}")
-        if strategy == "first" and policy is None:
-            return _first(HumanMessage, msgs, options, here)
-        msgs = drop_trailing(msgs, end_on)
+        msgs = drop_trailing(msgs, end_on) if strategy == "last" else msgs
+        if policy is None and (strategy == "first" or allow_partial):
+            return _as_langchain(HumanMessage, msgs, options, here)
         if not msgs:
             out = TrimmedMessages()
             out.fit = None
@@ -200,10 +203,11 @@ def trim_messages(
         )
 
 
-def _first(HumanMessage: Any, msgs: list[Any], options: dict[str, Any], here: _payload.Cursor) -> TrimmedMessages:  # noqa: N803
-    """LangChain's ``strategy="first"``: the longest prefix that fits, counted as a whole list
-    (one reply priming, one call of a list counter per probe), plus a partial next message
-    with ``allow_partial``. A prefix never separates a tool result from its call."""
+def _as_langchain(HumanMessage: Any, msgs: list[Any], options: dict[str, Any], here: _payload.Cursor) -> TrimmedMessages:  # noqa: N803
+    """LangChain's ``strategy="first"``, and ``"last"`` with ``allow_partial``: the longest
+    prefix (suffix) that fits, counted as a whole list (one reply priming, one call of a list
+    counter per probe), plus a part of the next (previous) message with ``allow_partial``. A
+    cut never separates a tool result from its call, and a kept system message stays."""
     mode, count_fn = counter(options["token_counter"])
     max_tokens = options["max_tokens"]
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
@@ -225,10 +229,23 @@ def _first(HumanMessage: Any, msgs: list[Any], options: dict[str, Any], here: _p
         ).fit
         return int(fit.total)
 
-    kept = first_prefix(
-        msgs, max_tokens - options["reserve"], count, allow_partial=options["allow_partial"],
-        text_splitter=options["text_splitter"], end_on=options["end_on"],
-    )
+    ceiling = max_tokens - options["reserve"]
+    if options["strategy"] == "first":
+        kept = first_prefix(
+            msgs, ceiling, count, allow_partial=options["allow_partial"],
+            text_splitter=options["text_splitter"], end_on=options["end_on"],
+        )
+    else:
+        system = options["include_system"] and bool(msgs) and msgs[0].type == "system"
+        head, rest = (msgs[:1], msgs[1:]) if system else ([], msgs)
+        suffix = last_suffix(rest, head, ceiling, count, text_splitter=options["text_splitter"], start_on=options["start_on"])
+        if suffix is None:
+            total = count(head)
+            raise Unfittable(
+                f"the system message alone is {total} tokens, over the ceiling of {ceiling}",
+                components=[("system", total)], total=total, ceiling=ceiling, shortfall=total - ceiling,
+            )
+        kept = suffix
     out = TrimmedMessages(kept)
     out.fit = None
     return out
