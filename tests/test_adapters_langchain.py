@@ -216,6 +216,9 @@ def test_langchain_feeds_its_counter_reversed_lists() -> None:
     # each message counted once (no binary-search re-counting): the calls partition the
     # messages in order, one whole exchange per call, never a tool result without its call
     # (calls on "[compacted]" records count digests with the caller's own counter)
+    # (and one call on [] measures what the counter charges per call, e.g. reply priming)
+    assert rec2.calls.count([]) == 1
+    rec2.calls.remove([])
     counted = [c for c in rec2.calls if not str(c[0].content).startswith("[compacted]")]
     assert [m for c in counted for m in c] == msgs
     assert all(not isinstance(c[0], ToolMessage) for c in rec2.calls)
@@ -251,10 +254,13 @@ def test_list_counter_is_called_once_per_exchange() -> None:
     budget = count_list(msgs) * 2
     out = trim_messages(msgs, max_tokens=budget, token_counter=rec)
     assert list(out) == msgs and all(a is b for a, b in zip(out, msgs))
+    assert rec.calls.pop(0) == []  # what the counter charges per call whatever the list
     # Whole exchanges (a human message and what follows it) or lone system messages, in order.
     assert [m for c in rec.calls for m in c] == msgs
     assert all(isinstance(c[0], (SystemMessage, HumanMessage)) for c in rec.calls)
-    assert out.fit.total == sum(count_list(c) for c in rec.calls)  # no reply priming: the counter owns framing
+    # The counter owns framing; its per-call part (count_list's reply priming) is counted once,
+    # so the total is the count of the whole list, not the sum over calls.
+    assert out.fit.total == count_list(msgs) < sum(count_list(c) for c in rec.calls)
 
 
 def test_per_message_counter_with_postponed_annotation() -> None:
@@ -471,7 +477,7 @@ def test_counter_returning_a_non_count_is_a_counter_error(counter) -> None:  # n
 
 def test_fractional_counts_round_up() -> None:
     msgs = [SystemMessage("s"), HumanMessage("now")]
-    out = trim_messages(msgs, max_tokens=30, token_counter=lambda ms: 2.1)
+    out = trim_messages(msgs, max_tokens=30, token_counter=lambda ms: 2.1 * len(ms))
     assert out.fit.total == 6  # 3 + 3: never an undercount
 
 

@@ -111,3 +111,19 @@ def test_last_allow_partial_keeps_the_system_message_or_raises() -> None:
     msgs = [SystemMessage("a b c d e"), HumanMessage("q")]
     with pytest.raises(ctxfast.Unfittable, match="system"):
         trim_messages(msgs, max_tokens=3, token_counter=words, allow_partial=True)
+
+
+def test_a_list_counters_per_call_priming_is_counted_once() -> None:
+    """ChatOpenAI.get_num_tokens_from_messages adds 3 reply-priming tokens per call. Charged
+    once per exchange, a history that fits exactly was trimmed and fit.total overstated."""
+
+    class Model:
+        def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:
+            return 3 + words(messages)
+
+    msgs = [SystemMessage("s"), HumanMessage("q1"), AIMessage("a1"), HumanMessage("q2"), AIMessage("a2 b")]
+    budget = Model().get_num_tokens_from_messages(msgs)
+    out = trim_messages(msgs, max_tokens=budget, token_counter=Model())
+    assert out == msgs and out.fit.total == budget
+    out = trim_messages(msgs, max_tokens=budget - 1, token_counter=Model())
+    assert out == [msgs[0], msgs[3], msgs[4]]

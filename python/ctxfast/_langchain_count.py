@@ -11,7 +11,7 @@ from typing import Any
 from ctxfast import _payload
 from ctxfast._errors import CounterError, InvalidArgumentError
 
-__all__ = ["counter"]
+__all__ = ["counter", "empty_cost"]
 
 
 def _tokens(value: Any) -> int:
@@ -68,3 +68,11 @@ def counter(token_counter: Any) -> tuple[str, Callable[[Any], int] | None]:
         "'token_counter' expected to be a model that implements 'get_num_tokens_from_messages()' or a "
         f"function. Received object of type {type(token_counter)}. (ctxfast also takes 'approximate' or None.)"
     )
+
+
+def empty_cost(count_fn: Callable[[Any], int]) -> int:
+    """The list counter's answer for no messages (0 if it refuses an empty list)."""
+    try:
+        return count_fn([])
+    except CounterError:
+        return 0

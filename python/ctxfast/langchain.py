@@ -25,7 +25,9 @@ gives ``[]``; ``end_on`` drops trailing messages of other types; a counter it ca
   chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None. None means exact
   OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given, all in
   one native batch. A list counter is handed whole exchanges (a tool result always comes with
-  its call), and digests are counted with the caller's counter too.
+  its call), and digests are counted with the caller's counter too. What it says for ``[]``
+  (a chat model's reply priming) is charged once, not once per exchange, so for a counter
+  that adds per message (as ``ChatOpenAI``'s does) the total is its count of the kept list.
 - **``allow_partial=True``** without ``policy=`` is LangChain's (the kept system message, the
   longest suffix that fits counted as one list, the back part of the message before it, then
   ``start_on``), except that no cut separates a tool result from its call. With a policy it
@@ -59,7 +61,7 @@ from typing import Any
 
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
-from ctxfast._langchain_count import counter
+from ctxfast._langchain_count import counter, empty_cost
 from ctxfast._langchain_input import convert, drop_trailing, first_prefix, last_suffix
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, Unfittable, UnsupportedOperationError
 from ctxfast._payload import Message, Origin, ToolLink, Where
@@ -333,17 +335,21 @@ def _trim(
         result_field="tool_call_id",
         between=lambda k: f"a {type(messages[k]).__name__}",
     )
+    per_call = 0
     if mode == "list" and count_fn is not None:
         # A list counter sees whole exchanges, never a tool result without its call: providers'
         # counting endpoints reject such lists. The exchange's cost rides on its first message.
+        # What the counter charges per call whatever the list (a chat model's reply priming,
+        # what it says for []) is charged once, as for one request, not once per exchange.
+        per_call = empty_cost(count_fn)
         members: dict[str, list[Message]] = {}
         for r in records:
             if r.group is None:
-                r.framing = count_fn([messages[r.index]])
+                r.framing = max(0, count_fn([messages[r.index]]) - per_call)
             else:
                 members.setdefault(r.group, []).append(r)
         for group_records in members.values():
-            group_records[0].framing = count_fn([messages[r.index] for r in group_records])
+            group_records[0].framing = max(0, count_fn([messages[r.index] for r in group_records]) - per_call)
     # Digests are counted the way the caller counts messages.
     if mode == "native":
         digest_tokenizer: Tokenizer | Callable[[str], int] | None = tokenizer
@@ -353,9 +359,12 @@ def _trim(
     else:
         assert count_fn is not None  # "message" and "list" modes always carry a counter
         fn = count_fn
-        wrap = (lambda text: fn(HumanMessage(content=text))) if mode == "message" else (lambda text: fn([HumanMessage(content=text)]))
+        if mode == "message":
+            wrap = lambda text: fn(HumanMessage(content=text))  # noqa: E731
+        else:
+            wrap = lambda text: max(0, fn([HumanMessage(content=text)]) - per_call)  # noqa: E731
         digest_tokenizer, digest_framing = Tokenizer.from_callable(wrap), 0
-    fixed = [_payload.Fixed("<reply priming>", PromptLayer.SYSTEM, tokens=REPLY_PRIMING if mode == "native" else 0)]
+    fixed = [_payload.Fixed("<reply priming>", PromptLayer.SYSTEM, tokens=REPLY_PRIMING if mode == "native" else per_call)]
     def origins_of(i: int) -> list[Where]:
         # Where each native-mode string of message i came from: content, role, each call's fields.
         where = f"messages[{i}]"
