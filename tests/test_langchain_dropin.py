@@ -127,3 +127,15 @@ def test_a_list_counters_per_call_priming_is_counted_once() -> None:
     assert out == msgs and out.fit.total == budget
     out = trim_messages(msgs, max_tokens=budget - 1, token_counter=Model())
     assert out == [msgs[0], msgs[3], msgs[4]]
+
+
+def test_the_default_counter_counts_images_as_the_openai_adapter_does() -> None:
+    import ctxfast.openai
+
+    url = "https://example.com/cat.png"
+    lc = [HumanMessage([{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": url, "detail": "low"}}])]
+    oa = [{"role": "user", "content": [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": url, "detail": "low"}}]}]
+    ours = trim_messages(lc, max_tokens=10_000).fit.total
+    assert ours == ctxfast.openai.fit_messages(oa, 10_000)[1].total
+    std = [HumanMessage([{"type": "text", "text": "what is this?"}, {"type": "image", "url": url}])]
+    assert trim_messages(std, max_tokens=10_000).fit.total == ours - 85 + 765  # size unknown: the estimate

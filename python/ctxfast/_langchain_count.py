@@ -76,3 +76,26 @@ def empty_cost(count_fn: Callable[[Any], int]) -> int:
         return count_fn([])
     except CounterError:
         return 0
+
+
+def image_tokens(content: Any, where: str) -> int:
+    """What the image blocks of a LangChain content list cost on OpenAI, as ``ctxfast.openai``
+    counts them: an OpenAI ``image_url`` block by the tile rule (its ``detail``, and the size a
+    ``data:`` URL's header gives; else 765, an estimate), a standard ``image`` block (``url`` or
+    ``base64`` data) the same way at ``detail: auto``."""
+    from ctxfast._parts import _image_part_tokens
+
+    total = 0
+    for j, block in enumerate(content if isinstance(content, list) else ()):
+        if not isinstance(block, dict):
+            continue
+        at = f"{where}.content[{j}]"
+        if block.get("type") == "image_url":
+            image = block.get("image_url") or {}
+            total += _image_part_tokens({"url": image} if isinstance(image, str) else dict(image), at, None)
+        elif block.get("type") == "image":
+            data = block.get("base64") or block.get("data")
+            mime = block.get("mime_type") or "image/png"
+            url = f"data:{mime};base64,{data}" if isinstance(data, str) else block.get("url")
+            total += _image_part_tokens({"url": url, "detail": block.get("detail", "auto")}, at, None)
+    return total

@@ -22,20 +22,19 @@ gives ``[]``; ``end_on`` drops trailing messages of other types; a counter it ca
   trimmed.
 - **Counting.** Each message is counted once, not once per binary-search probe.
   ``token_counter`` may be a callable over a list of messages, a callable over one message, a
-  chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None. None means exact
-  OpenAI framing on the embedded o200k_base vocabulary, or on ``tokenizer=`` when given, all in
-  one native batch. A list counter is handed whole exchanges (a tool result always comes with
-  its call), and digests are counted with the caller's counter too. What it says for ``[]``
-  (a chat model's reply priming) is charged once, not once per exchange, so for a counter
-  that adds per message (as ``ChatOpenAI``'s does) the total is its count of the kept list.
+  chat model (``get_num_tokens_from_messages``), ``"approximate"``, or None: OpenAI's framing on
+  o200k_base (or ``tokenizer=``) in one native batch, names and images as ``ctxfast.openai``
+  counts them. A list counter is handed whole exchanges (a tool result always comes with its
+  call), digests too; what it says for ``[]`` (a chat model's reply priming) is charged once,
+  not per exchange, so for a counter that adds per message (as ``ChatOpenAI``'s) the total is
+  its count of the kept list.
 - **``allow_partial=True``** without ``policy=`` is LangChain's (the kept system message, the
   longest suffix that fits counted as one list, the back part of the message before it, then
-  ``start_on``), except that no cut separates a tool result from its call. With a policy it
-  raises ``UnsupportedOperationError``. To cut message bodies, pass a
-  policy with a ``truncate`` rung: it shortens one piece of a message, its longest text (a str
-  content, a str item or a text block of a content list), in a copy; images, tool calls and the
-  other blocks stay. (With the default counter the pieces of a content list are counted one by
-  one, as the OpenAI adapter counts parts.)
+  ``start_on``), except that no cut separates a tool result from its call; its ``.fit`` is None.
+  With a policy it raises ``UnsupportedOperationError``: pass a policy with a ``truncate`` rung
+  instead, which shortens a message's longest text (a str content, a str item or a text block)
+  in a copy; images, tool calls and other blocks stay. (With the default counter the pieces of
+  a content list are counted one by one, as the OpenAI adapter counts parts.)
 - **``strategy="first"``** (without ``policy=``) is LangChain's: the longest prefix that fits,
   counted as one list (a list counter is called on the whole prefix, so a chat model's reply
   priming counts once), then with ``allow_partial`` the front of the next message (content
@@ -61,7 +60,7 @@ from typing import Any
 
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
-from ctxfast._langchain_count import counter, empty_cost
+from ctxfast._langchain_count import counter, empty_cost, image_tokens
 from ctxfast._langchain_input import convert, drop_trailing, first_prefix, last_suffix
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, Unfittable, UnsupportedOperationError
 from ctxfast._payload import Message, Origin, ToolLink, Where
@@ -316,6 +315,7 @@ def _trim(
                 strings.append(msg_name)
             strings += [s for name, args, _ in calls for s in (name, args)]
             framing = TOKENS_PER_MESSAGE + TOKENS_PER_TOOL_CALL * len(calls) + (TOKENS_PER_NAME if msg_name else 0)
+            framing += image_tokens(m.content, where)  # as ctxfast.openai counts image parts
         elif mode == "approximate":
             # The pieces as one text (joined by line feeds), as this mode has always measured them.
             chars = sum(len(piece) + 1 for _, piece in pieces) - bool(pieces)
