@@ -91,18 +91,23 @@ def _partial(m: Any, fits: Callable[[Any], bool], split: Callable[[str], list[st
             candidate = m.model_copy(update={"content": side(content, keep)})
             if fits(candidate):
                 return candidate
+    # The text to cut, and where it sits: the str content, or block `at` of the content list.
+    at: int | None = None
     if isinstance(content, str):
-        text, rebuild = content, lambda t: t
+        text = content
     else:
         texts = [j for j, b in enumerate(content or []) if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")]
-        at = (texts[-1] if back else texts[0]) if texts else None
-        if at is None:
+        if not texts:
             return None
+        at = texts[-1] if back else texts[0]
         block = content[at]
         text = block if isinstance(block, str) else str(block.get("text", ""))
 
-        def rebuild(t: str) -> Any:
-            return [t if isinstance(block, str) else {**block, "text": t}]
+    def rebuild(t: str) -> Any:
+        if at is None:
+            return t
+        block = content[at]
+        return [t if isinstance(block, str) else {**block, "text": t}]
 
     pieces = list(split(text))
     for keep in range(len(pieces) - 1, 0, -1):
