@@ -87,7 +87,9 @@ def seven_tier(top_k: int = 3) -> Policy:
         Rung("retrieved_below_top_k", frozenset({"retrieved"}), "lowest_score", floor=Floor(keep_top=top_k)),
         Rung("covered_level1_summaries", frozenset({"summary"}), "oldest", filter="covered"),
         Rung("rolling_summary", frozenset({"summary"}), "oldest", filter="level:0"),
-        Rung("recent_turns", frozenset({"conversation", "tool_result"}), "oldest"),
+        # Turns (with their tool results); a live tool result outside any turn goes last.
+        Rung("recent_turns", frozenset({"conversation"}), "oldest"),
+        Rung("unconsumed_tool_results", frozenset({"tool_result"}), "oldest"),
     ))
 
 
