@@ -27,18 +27,23 @@ impl Ladder<'_> {
         let mut layers = LayerSet::default();
         for i in 0..self.units[u].members.len() {
             let m = self.units[u].members[i];
-            if !self.seg_alive[m] {
-                continue;
+            if self.seg_alive[m] {
+                self.remove_segment(m, rung, Taken::Drop, &mut layers);
             }
-            self.seg_alive[m] = false;
-            let t = self.seg_tokens[m];
-            layers.insert(self.segs[m].layer);
-            self.layer_sizes[self.segs[m].layer.index()] -= t;
-            self.sum -= t;
-            self.pieces -= 1;
-            self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action: Taken::Drop });
         }
         layers
+    }
+
+    /// Takes live segment `m` out of the request (dropped, or folded into a digest), recording
+    /// the removal and the layer it changed.
+    fn remove_segment(&mut self, m: usize, rung: usize, action: Taken, layers: &mut LayerSet) {
+        self.seg_alive[m] = false;
+        let t = self.seg_tokens[m];
+        layers.insert(self.segs[m].layer);
+        self.layer_sizes[self.segs[m].layer.index()] -= t;
+        self.sum -= t;
+        self.pieces -= 1;
+        self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action });
     }
 
     /// Shortens the unit's largest body in the rung's layers to reclaim what the rung still
@@ -127,13 +132,7 @@ impl Ladder<'_> {
         let layer = self.segs[alive[0]].layer;
         let mut layers = LayerSet::default();
         for &m in &alive {
-            self.seg_alive[m] = false;
-            let t = self.seg_tokens[m];
-            layers.insert(self.segs[m].layer);
-            self.layer_sizes[self.segs[m].layer.index()] -= t;
-            self.sum -= t;
-            self.pieces -= 1;
-            self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action: Taken::Digest });
+            self.remove_segment(m, rung, Taken::Digest, &mut layers);
         }
         self.digests.push(DigestRecord { members: alive, text, tokens: d_tokens, layer, rung });
         self.units[u].digest = Some(self.digests.len() - 1);
