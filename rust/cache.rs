@@ -53,6 +53,11 @@ impl CountCache {
         Ok(n)
     }
 
+    /// Whether counts are kept at all (`capacity > 0`).
+    pub fn enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
     pub fn get(&self, key: u128) -> Option<usize> {
         self.inner.as_ref()?.get(&key).map(|n| n as usize)
     }

@@ -1,5 +1,5 @@
-//! ctxfast core: exact token counting, the per-unit count cache, the eviction engine and the
-//! stateful window.
+//! ctxfast core: exact token counting, the per-unit count cache, the eviction engine, the
+//! stateful window and the provider rules the adapters share (`payload`).
 //!
 //! Nothing outside `bindings` knows about Python; the core is tested with `cargo test` alone.
 
@@ -12,6 +12,7 @@ pub mod fmt;
 pub mod limits;
 pub mod suggest;
 pub mod engine;
+pub mod payload;
 pub mod error;
 pub mod tokenize;
 pub mod window;

@@ -292,3 +292,18 @@ def test_without_a_user_message_the_last_unit_is_protected(policy: str) -> None:
     with pytest.raises(Unfittable):
         gemini.fit_contents([CALL, big], 50, policy=policy)
     assert gemini.fit_contents([CALL, big], 500, policy=policy)[0] == [CALL, big]
+
+
+def test_a_digest_names_the_call_it_stands_for() -> None:
+    """Regression: the digest's tool facts (the first call's name and args) reach the digest; a
+    refactor once reset them to None just after reading them, and digests said 'tool()'."""
+    contents = [user("find the weather in Paris and Rome")]
+    for k in range(6):
+        contents.append({"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": f"c{k}"}}}]})
+        contents.append({"role": "user", "parts": [{"functionResponse": {"name": "weather",
+                                                                           "response": {"result": "sunny " * 60}}}]})
+    _, fit = gemini.fit_contents(contents, 300, policy="agent")
+    made = [s.text for s in [*fit.kept, *(e.segment for e in fit.evicted)]]
+    digests = [t for t in made if t.startswith("[compacted]")]
+    assert len(digests) >= 3, fit.explain()
+    assert all('called weather({"city": "c' in d for d in digests), digests

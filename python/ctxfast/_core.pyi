@@ -11,7 +11,7 @@ and each also derives from the builtin that matches its meaning (``ValueError``,
 ``TypeError``, ...).
 """
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal, TypedDict, final, overload
 
@@ -33,6 +33,10 @@ __all__ = [
     "Truncation",
     "WindowLedger",
     "Why",
+    "_fingerprint",
+    "_fit_chat_fast",
+    "_fit_records",
+    "_framing",
     "_resolve_policy",
     "_resolve_tokenizer",
     "__version__",
@@ -1460,3 +1464,46 @@ def _resolve_tokenizer(tokenizer: Tokenizer | Callable[[str], int] | None = None
 def _resolve_policy(policy: Policy | str | None = None, default: str = "context_window") -> Policy:
     """Private, for the adapters: the ``policy`` argument resolved as ``fit`` resolves it, with
     ``default`` naming the preset used for None."""
+
+#: What the adapters rebuild from: the kept order (a record's index, or ``-(d + 1)`` for digest
+#: ``d``), the digests' texts, the shortened texts by record, and the Fit.
+_Rebuild = tuple[list[int], list[str], dict[int, str], Fit]
+
+def _fit_records(
+    strings: list[str],
+    ends: list[int],
+    extra: list[int],
+    layers: list[PromptLayer],
+    groups: list[str | None],
+    texts: list[str],
+    calls: Sequence[tuple[str, str | None] | None],
+    labels: list[str],
+    budget: Budget,
+    policy: Policy | str | None = None,
+    tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    *,
+    framing: int = 0,
+    input_name: str = "messages",
+) -> _Rebuild:
+    """Counts, fits and returns what the adapter rebuilds from (private; the adapters' entry)."""
+
+def _fit_chat_fast(
+    messages: Any,
+    schema: list[str],
+    schema_tokens: tuple[int, int],
+    budget: Budget,
+    policy: Policy | str | None = None,
+    tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    *,
+    pin_first_user: bool = False,
+) -> _Rebuild | None:
+    """Fits a Chat Completions message list, or returns None for the Python reader to do it (see the
+    module docstring)."""
+
+def _fingerprint(value: Any) -> int | None:
+    """The fingerprint of ``value`` as an int, or None when it holds something other than JSON-shaped
+    data (private: the adapters' render caches)."""
+
+def _framing(name: str) -> dict[str, int]:
+    """``{"per_message": 3, "per_name": 1, "per_tool_call": 3, "reply_priming": 3}`` for ``name``
+    (private: the adapters' constants)."""

@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Union
 
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Segment, Tokenizer, _resolve_policy, _resolve_tokenizer, fit
+from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer, _fit_records, _resolve_policy, _resolve_tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, TextEncodingError
 
 # The field readers, the id pairing and the error boundary live in _fields.py; the adapters
@@ -66,7 +66,7 @@ from ctxfast._rounds import assign_exchanges as assign_exchanges
 from ctxfast._rounds import assign_units as assign_units
 from ctxfast._rounds import place as place
 from ctxfast._rounds import protect_last_unit as protect_last_unit
-from ctxfast._rounds import replace_at
+from ctxfast._rounds import replace_at as replace_at
 
 #: One INFO line per adapter fit that removed anything (``logging.getLogger("ctxfast")``); a fit
 #: that kept everything logs nothing, and the line is only built when INFO is enabled.
@@ -101,7 +101,8 @@ class Message:
     counted: list[str] = field(default_factory=list)
     #: Tokens the provider adds beyond those strings (message framing, image estimates...).
     framing: int = 0
-    meta: dict[str, Any] | None = None
+    #: Its (first) tool call, ``(name, arguments)``, which a digest of its unit names.
+    call: tuple[str, str] | None = None
     #: Where each of ``counted`` came from (parallel to it), or None: see ``fit_messages``'s
     #: ``origins_of``, else the message as a whole.
     origins: list[Where] | None = None
@@ -179,55 +180,55 @@ def fit_messages(
         raise InvalidArgumentError(f"argument '{input_name}' is empty: there is no request to fit")
     tok = resolve_tokenizer(tokenizer)
     parts: list[Message | Fixed] = [*records, *fixed]
-    strings = [s for p in parts for s in p.counted]
-    try:
-        counts: Sequence[int] = tok.count_many(strings).tolist() if strings else []
-    except TextEncodingError as e:
-        raise _locate(e, parts, origins_of, input_name) from e
-    costs: list[int] = []
-    at = 0
+    strings: list[str] = []
+    ends: list[int] = []
+    extra: list[int] = []
+    layers: list[PromptLayer] = []
     for p in parts:
-        costs.append(int(sum(counts[at : at + len(p.counted)])))
-        at += len(p.counted)
-    if not any(isinstance(p, Message) or cost + p.tokens > 0 for p, cost in zip(parts, costs)):
-        raise InvalidArgumentError(f"argument '{input_name}' is empty: there is no request to fit")
-    # input_name: trace rows and Unfittable name units by the message positions they cover.
-    options: dict[str, Any] = {"framing": digest_framing, "input_name": input_name}
-    frozen: set[int] = set()
+        strings += p.counted
+        ends.append(len(strings))
+        extra.append(p.framing if isinstance(p, Message) else p.tokens)
+        layers.append(p.layer)
+    groups = [r.group for r in records]
+    calls = [r.call for r in records]
+    labels = [f.label for f in fixed]
+    texts = [r.text for r in records]
+    budget, policy = resolve_budget(budget), resolve_policy(policy)
     while True:
-        result = fit(_segments(parts, costs, frozen), resolve_budget(budget), resolve_policy(policy), tok, **options)
-        # A text cut to nothing or to whitespace alone (providers reject an empty text block; the
-        # core never cuts a text to empty, but its first token can be whitespace) is answered by
-        # fitting again with that message's text off limits. Rare, and bounded by the messages.
-        cut: dict[int, str] = {}
-        for t in result.truncated:
-            meta = t.segment.meta
-            if isinstance(meta, dict) and isinstance(meta.get("index"), int):
-                cut[meta["index"]] = t.segment.text
-        emptied = {i for i, text in cut.items() if not text.strip() and i not in frozen and records[i].text.strip()}
+        try:
+            order, digests, cut, result = _fit_records(
+                strings, ends, extra, layers, groups, texts, calls, labels, budget, policy, tok,
+                framing=digest_framing, input_name=input_name,
+            )
+        except TextEncodingError as e:
+            raise _locate(e, parts, origins_of, input_name) from e
+        # A text cut to whitespace alone (providers reject an empty text block; the core never
+        # cuts a text to empty, but its first token can be whitespace) is answered by fitting
+        # again with that message's text off limits. Rare, and bounded by the messages.
+        emptied = [i for i, t in cut.items() if not t.strip() and texts[i].strip()]
         if not emptied:
             break
-        frozen |= emptied
+        for i in emptied:
+            texts[i] = ""
     out: list[Any] = []
-    for seg in result.kept:
-        meta = seg.meta if isinstance(seg.meta, dict) else {}
-        if "fixed" in meta:
-            continue
-        index = meta.get("index")
-        if index is None:
-            out.append(make_digest(seg.text))
+    for index in order:
+        if index < 0:
+            out.append(make_digest(digests[-index - 1]))
             continue
         path = records[index].path
         if index in cut and path is not None and cut[index] != records[index].text:
             out.append(with_text(messages[index], path, cut[index]))
         else:
             out.append(messages[index])
-    if (result.evicted or result.truncated) and log.isEnabledFor(logging.INFO):
-        _log_fit(len(messages), len(out), result)
+    log_fit(len(messages), len(out), result)
     return out, result
 
 
-def _log_fit(sent: int, kept: int, result: Fit) -> None:
+def log_fit(sent: int, kept: int, result: Fit) -> None:
+    """The INFO line, when INFO is on and the fit removed anything (checked in that order, so a
+    quiet logger never makes the fit build its ``evicted`` list)."""
+    if not log.isEnabledFor(logging.INFO) or not (result.rungs_fired or result.ledger.removed):
+        return
     ledger = result.ledger
     log.info(
         "ctxfast fit: %d -> %d messages, %d tokens under a ceiling of %d; removed %d tokens "
@@ -236,21 +237,6 @@ def _log_fit(sent: int, kept: int, result: Fit) -> None:
         ledger.evicted_recoverable + ledger.evicted_dispensable, ledger.digested, ledger.truncated,
         ", ".join(result.rungs_fired) or "no rung",
     )
-
-
-def _segments(parts: list[Message | Fixed], costs: list[int], frozen: set[int]) -> list[Segment]:
-    """One segment per message (its segment index is its message index: records come first, in
-    order), then one per fixed part that costs anything. A frozen message offers no text."""
-    segments: list[Segment] = []
-    for p, cost in zip(parts, costs):
-        if isinstance(p, Message):
-            meta = dict(p.meta or {})
-            meta["index"] = p.index
-            text = "" if p.index in frozen else p.text
-            segments.append(Segment(text, p.layer, group=p.group, tokens=cost + p.framing, meta=meta))
-        elif cost + p.tokens > 0:
-            segments.append(Segment(p.label, p.layer, tokens=cost + p.tokens, meta={"fixed": p.label}))
-    return segments
 
 
 def _locate(

@@ -188,7 +188,7 @@ def _fit(
         here.at = i
         strings: list[str] = []
         extra = 0
-        meta = None
+        call: tuple[str, str] | None = None
         role = roles[i]
         for j, b in enumerate(blocks[i]):
             where = f"messages[{i}].content[{j}]"
@@ -197,8 +197,8 @@ def _fit(
             extra += e
             kind = b["type"]
             if kind == "tool_use":
-                if meta is None:
-                    meta = {"tool": s[0], "arguments": s[1]}
+                if call is None:
+                    call = (s[0], s[1])
                 call_id = _payload.tool_id(b.get("id"), where, ".id")
                 if call_id is not None and role == "assistant":
                     calls.append(ToolLink(i, where, call_id))
@@ -209,7 +209,7 @@ def _fit(
         main = _blocks.longest_text(m["content"], blocks[i])
         path, text = main if main is not None else (None, "")
         layer, group = _payload.place(i, groups, current, pinned, system=False, tool_result=not opens_exchange(i))
-        records.append(Message(i, layer, group, text, strings, TOKENS_PER_MESSAGE + extra, meta, path=path))
+        records.append(Message(i, layer, group, text, strings, TOKENS_PER_MESSAGE + extra, call, path=path))
 
     def origins_of(i: int) -> list[Where]:
         origins: list[Where] = []

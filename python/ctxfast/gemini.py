@@ -234,14 +234,14 @@ def _fit(
         only_results = bool(functions) and not opens[i]
         layer, group = _payload.place(i, groups, current, pinned, system=False, tool_result=only_results)
         path, text = best if best is not None else (None, "")
-        call = next((f for f in functions if f[0] == "functionCall"), None)
-        meta = None
-        if call is not None:
+        first = next((f for f in functions if f[0] == "functionCall"), None)
+        call: tuple[str, str] | None = None
+        if first is not None:
             # The digest's tool facts: the first call's name and its args as counted (their JSON).
-            args = contents[i]["parts"][call[3]]
+            args = contents[i]["parts"][first[3]]
             args = args.get("functionCall", args.get("function_call", {})).get("args") or {}
-            meta = {"tool": call[1], "arguments": _payload.as_json(args, here.at, sort_keys=True)}
-        records.append(Message(i, layer, group, text, strings, extra, meta, path=path))
+            call = (first[1], _payload.as_json(args, here.at, sort_keys=True))
+        records.append(Message(i, layer, group, text, strings, extra, call, path=path))
     here.at = None
     try:
         _payload.check_tool_pairs(calls, results, groups, result_field="functionResponse",

@@ -65,7 +65,7 @@ from ctxfast._langchain_input import convert, drop_trailing, first_prefix, last_
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, Unfittable, UnsupportedOperationError
 from ctxfast._payload import Message, Origin, ToolLink, Where
 from ctxfast._rounds import replace_at
-from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL
+from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL  # from _framing
 
 __all__ = ["trim_messages"]
 
@@ -293,9 +293,9 @@ def _trim(
         pieces = _pieces(m.content, where)
         path, text = _longest(pieces)
         calls = _calls(m, where)
-        meta = None
+        call: tuple[str, str] | None = None
         if calls:
-            meta = {"tool": calls[0][0], "arguments": calls[0][1]}
+            call = (calls[0][0], calls[0][1])
         if m.type == "ai":
             for k, (_, _, call_id) in enumerate(calls):
                 call_id = _payload.tool_id(call_id, f"{where}.tool_calls[{k}].id")
@@ -326,7 +326,7 @@ def _trim(
         layer, group = _payload.place(
             i, groups, current, pinned, system=roles[i] == "system", tool_result=m.type in ("tool", "function")
         )
-        records.append(Message(i, layer, group, text, strings, framing, meta, path=path))
+        records.append(Message(i, layer, group, text, strings, framing, call, path=path))
     here.at = None
     _payload.check_tool_pairs(
         links,

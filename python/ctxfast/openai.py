@@ -78,9 +78,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
-from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
+from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer, _fingerprint, _fit_chat_fast
+from ctxfast._errors import ArgumentTypeError, CtxfastError, InvalidArgumentError
 from ctxfast import _payload, _shapes
+from ctxfast._framing import OPENAI_CHAT
 from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where
 
 # The content parts' rules live in _parts.py.
@@ -96,14 +97,16 @@ from ctxfast._openai_schema import tools_parts
 
 __all__ = ["fit_messages", "message_framing", "REPLY_PRIMING", "TOKENS_PER_MESSAGE"]
 
+# The framing constants come from the core's one table (``ctxfast._framing``), which the fast
+# path (``_fit_chat_fast``) reads too.
 #: Framing per message (cookbook: every message is wrapped in start/role/end markers).
-TOKENS_PER_MESSAGE = 3
+TOKENS_PER_MESSAGE = OPENAI_CHAT["per_message"]
 #: Extra per message that has a ``name``.
-TOKENS_PER_NAME = 1
+TOKENS_PER_NAME = OPENAI_CHAT["per_name"]
 #: Every reply is primed with ``<|start|>assistant<|message|>``.
-REPLY_PRIMING = 3
+REPLY_PRIMING = OPENAI_CHAT["reply_priming"]
 #: Per tool call in an assistant message (community estimate, see the module docstring).
-TOKENS_PER_TOOL_CALL = 3
+TOKENS_PER_TOOL_CALL = OPENAI_CHAT["per_tool_call"]
 #: The roles of Chat Completions (``function``: the legacy function-calling result).
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 #: The message fields read (``audio`` and ``annotations`` are known and not counted).
@@ -116,9 +119,9 @@ _NO_CALLS: list[Any] = []  # shared, never appended to
 
 def _read_message(
     m: dict[str, Any], where: str, origins: list[Where] | None = None, sizes: ImageSizes | None = None
-) -> tuple[list[str], int, dict[str, str] | None, list[tuple[int, Any]], Main | None]:
-    """One message's counted strings, the tokens of its non-text parts, its digest meta, its
-    tool calls' (index, id) and its longest text field; with `origins`, where each string came
+) -> tuple[list[str], int, tuple[str, str] | None, list[tuple[int, Any]], Main | None]:
+    """One message's counted strings, the tokens of its non-text parts, its first tool call
+    (name, arguments), its tool calls' (index, id) and its longest text field; with `origins`, where each string came
     from is appended to it."""
     strings, extra, main = content_strings(m.get("content"), where, origins, sizes)
     strings.append(m["role"])
@@ -133,7 +136,7 @@ def _read_message(
         strings.append(_payload.text(refusal, where, ".refusal"))
         if origins is not None:
             origins.append(Origin(f"{where}.refusal"))
-    meta = None
+    first: tuple[str, str] | None = None
     ids: list[tuple[int, Any]] = _NO_CALLS
     calls = m.get("tool_calls") or _NO_CALLS
     if not isinstance(calls, list):
@@ -157,13 +160,13 @@ def _read_message(
         strings += [name, arguments]
         if origins is not None:
             origins += [Origin(f"{where}{at}.name"), Origin(f"{where}{at}.arguments")]
-        if meta is None:
-            meta = {"tool": name, "arguments": arguments}
+        if first is None:
+            first = (name, arguments)
         if call is not None:
             if k == 0:
                 ids = []
             ids.append((k, call.get("id")))
-    return strings, extra, meta, ids, main
+    return strings, extra, first, ids, main
 
 
 def message_framing(message: dict[str, Any]) -> int:
@@ -199,7 +202,77 @@ def fit_messages(
     (``{url: (width, height)}`` or a callable returning one or None) for the tile rule.
     """
     with _payload.boundary() as here:
+        fast = _fit_fast(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice)
+        if fast is not None:
+            return fast
         return _fit(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice, image_sizes, here)
+
+
+#: Rendered tool schemas by fingerprint of (tools, tool_choice): a server sends the same schemas
+#: on every request, and rendering them is most of what the Python side would do. Bounded.
+_SCHEMAS: dict[tuple[int, int], tuple[list[str], tuple[int, int]]] = {}
+_SCHEMAS_MAX = 256
+
+
+def _schemas(tools: list[Any], tool_choice: Any) -> tuple[list[str], tuple[int, int]] | None:
+    """The tool schemas' strings and constant tokens ``(alone, sharing a system message)``, from
+    the cache when the same schemas were rendered before; None when they are not valid (the full
+    reader then says why)."""
+    key = (_fingerprint(tools), _fingerprint(tool_choice))
+    hit = _SCHEMAS.get(key) if key[0] is not None and key[1] is not None else None  # type: ignore[arg-type]
+    if hit is not None:
+        return hit
+    try:
+        strings, _, tokens = tools_parts(tools, tool_choice, False)
+    except CtxfastError:
+        return None
+    got = (strings, (tokens, tokens + OVERHEADS["shares_system"]) if tools else (0, 0))
+    if key[0] is not None and key[1] is not None:
+        if len(_SCHEMAS) >= _SCHEMAS_MAX:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = got  # type: ignore[index]
+    return got
+
+
+def _fit_fast(
+    messages: Any,
+    budget: Any,
+    tools: Any,
+    policy: Any,
+    tokenizer: Any,
+    pin_first_user: bool,
+    tool_choice: Any,
+) -> tuple[list[dict[str, Any]], Fit] | None:
+    """The request in one crossing (``_fit_chat_fast``) when it is made only of what that path
+    reads exactly (text content and parts, names, tool calls and results paired by id); None
+    otherwise, and ``_fit`` reads it (with its own error messages)."""
+    if type(messages) is not list or not (tools is None or type(tools) is list):
+        return None
+    if not (isinstance(budget, Budget) or (type(budget) is int and budget >= 0)):
+        return None
+    schemas = _schemas(tools or [], tool_choice)
+    if schemas is None:
+        return None
+    got = _fit_chat_fast(
+        messages, schemas[0], schemas[1], _payload.resolve_budget(budget), _payload.resolve_policy(policy),
+        _payload.resolve_tokenizer(tokenizer), pin_first_user=bool(pin_first_user),
+    )
+    if got is None:
+        return None
+    order, digests, cut, result = got
+    if any(not t.strip() for t in cut.values()):
+        return None  # a text cut to whitespace: the full reader fits again without it
+    out: list[dict[str, Any]] = []
+    for index in order:
+        if index < 0:
+            out.append({"role": "user", "content": digests[-index - 1]})
+        elif index in cut:
+            main = _read_message(messages[index], f"messages[{index}]")[4]
+            out.append(_payload.replace_at(messages[index], main[0], cut[index]) if main else messages[index])
+        else:
+            out.append(messages[index])
+    _payload.log_fit(len(messages), len(out), result)
+    return out, result
 
 
 def _fit(
@@ -246,7 +319,7 @@ def _fit(
     for i, m in enumerate(messages):
         here.at = i
         where = f"messages[{i}]"
-        strings, extra, meta, ids, main = read[i]
+        strings, extra, call, ids, main = read[i]
         role = m["role"]
         for k, raw in ids:
             call_id = _payload.tool_id(raw, where, f".tool_calls[{k}].id")
@@ -261,7 +334,7 @@ def _fit(
         path, text = main if main is not None else (None, "")
         if i == padded:
             path = None  # its counted text is no longer `text` itself (and system is never cut)
-        records.append(Message(i, layer, group, text, strings, message_framing(m) + extra, meta, path=path))
+        records.append(Message(i, layer, group, text, strings, message_framing(m) + extra, call, path=path))
     here.at = None
     _payload.check_tool_pairs(
         calls, results, groups, result_field="tool_call_id", between=lambda k: _a(messages[k]["role"]) + " message"

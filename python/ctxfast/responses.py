@@ -258,10 +258,10 @@ def _fit(
             i, groups, current, pinned, system=roles[i] == "system", tool_result=kinds[i] in _OUTPUTS
         )
         path, text = best if best is not None else (None, "")
-        meta = None
+        call: tuple[str, str] | None = None
         if kinds[i] in _CALLS:
-            meta = {"tool": strings[1], "arguments": strings[2]}
-        records.append(Message(i, layer, group, text, strings, framing, meta, path=path))
+            call = (strings[1], strings[2])
+        records.append(Message(i, layer, group, text, strings, framing, call, path=path))
     here.at = None
     _pair(calls, results, groups, roles)
     here.at = "tools"

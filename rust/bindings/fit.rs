@@ -8,7 +8,8 @@ use super::args;
 use super::budget::Budget;
 use super::counting::{resolve_tokenizer, with_source};
 use super::errors::InvalidArgumentError;
-use super::outcome::{build_fit, Fit};
+use super::outcome::Fit;
+use super::outcome_build::{build_fit, Originals};
 use super::policy::policy_arg;
 use super::segment::{segments_arg, settle_counts};
 use super::segment::Segment;
@@ -87,5 +88,6 @@ pub fn fit(
     let out = with_source(py, tok, data.len(), |src| {
         engine::fit_named(&data, &counts, budget, policy, src, sep, framing, names.as_ref())
     })?;
-    build_fit(py, &segs, policy, tok.counter_id(), out)
+    let objects = Originals::Objects(segs.iter().map(|s| s.clone().unbind()).collect());
+    build_fit(py, objects, policy, tok.counter_id(), out)
 }

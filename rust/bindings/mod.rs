@@ -4,20 +4,26 @@
 //!
 //! Modules, in dependency order (each uses only those above it): `errors`, `args`, `gil`,
 //! `callable` (a user's counter), `cache_info`, `tokenizer`, `counting` (which tokenizer, and the
-//! dispatch that runs core work with it), `layer`, `segment`, `budget`, `policy`, `outcome` (the
-//! `Fit` objects), then the entry points `fit`, `rank` and `window`.
+//! dispatch that runs core work with it), `layer`, `segment`, `budget`, `policy`, `outcome` and
+//! `outcome_build` (the `Fit` objects), then the entry points `fit`, `records` (the adapters'
+//! columnar fit), `rank` and `window`.
 
 mod args;
 mod budget;
 mod cache_info;
 mod callable;
+mod chat_fast;
 mod counting;
 mod errors;
+mod framing;
+mod fingerprint;
 mod fit;
 mod gil;
 mod layer;
 mod models;
 mod outcome;
+mod outcome_build;
+mod records;
 mod policy;
 mod rank;
 mod segment;
@@ -48,6 +54,14 @@ mod _core {
     use super::outcome::{Eviction, Fit, FitLedger, Trace, Truncation};
     #[pymodule_export]
     use super::fit::fit;
+    #[pymodule_export]
+    use super::records::_fit_records;
+    #[pymodule_export]
+    use super::chat_fast::_fit_chat_fast;
+    #[pymodule_export]
+    use super::fingerprint::_fingerprint;
+    #[pymodule_export]
+    use super::framing::_framing;
     #[pymodule_export]
     use super::rank::evict_indices;
     #[pymodule_export]

@@ -80,7 +80,11 @@ impl Segment {
     }
 
     pub fn from_data(data: SegmentData, meta: Option<Py<PyAny>>) -> Self {
-        Self { data: Arc::new(data), meta, memo: AtomicU128::new(0) }
+        Self::from_shared(Arc::new(data), meta)
+    }
+
+    pub fn from_shared(data: Arc<SegmentData>, meta: Option<Py<PyAny>>) -> Self {
+        Self { data, meta, memo: AtomicU128::new(0) }
     }
 
     pub fn with_count(data: SegmentData, meta: Option<Py<PyAny>>, counter_id: u64, count: usize) -> Self {

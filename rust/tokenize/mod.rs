@@ -159,14 +159,58 @@ impl TokenCounter {
         }
     }
 
-    /// Counts a batch, across all cores when the batch is large enough to pay for it.
+    /// Counts a batch, across all cores when what is not cached is large enough to pay for it.
+    ///
+    /// The cache is read first, in one pass on this thread: a warm batch (a server re-sending a
+    /// conversation) is lookups alone, and waking the thread pool for those would cost more than
+    /// they do (measured: a 115-message request's 343 cached strings took ~250 µs through the pool,
+    /// ~25 µs in a loop). Only the misses are spread over threads, and only when they are large.
     pub fn count_many(&self, texts: &[&str], use_cache: bool) -> CtxResult<Vec<usize>> {
-        let total: usize = texts.iter().map(|t| t.len()).sum();
-        if texts.len() > 1 && total >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1 {
-            texts.par_iter().map(|t| self.count_with(t, use_cache)).collect()
-        } else {
-            self.count_many_serial(texts, use_cache)
+        let cached = use_cache && self.cache.enabled();
+        let mut out = vec![0usize; texts.len()];
+        let mut misses: Vec<(usize, u128)> = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            if cached {
+                let key = CountCache::key(t);
+                match self.cache.get(key) {
+                    Some(n) => out[i] = n,
+                    None => misses.push((i, key)),
+                }
+            } else {
+                misses.push((i, 0));
+            }
         }
+        // A text that repeats in the batch is counted once (it was a hit after its first count).
+        let mut first: rustc_hash::FxHashMap<u128, usize> = rustc_hash::FxHashMap::default();
+        let mut repeats: Vec<(usize, usize)> = Vec::new(); // (position, the miss it repeats)
+        if cached {
+            misses.retain(|&(i, key)| match first.get(&key) {
+                Some(&j) => {
+                    repeats.push((i, j));
+                    false
+                }
+                None => {
+                    first.insert(key, i);
+                    true
+                }
+            });
+        }
+        let bytes: usize = misses.iter().map(|&(i, _)| texts[i].len()).sum();
+        let counted: Vec<usize> = if misses.len() > 1 && bytes >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1 {
+            misses.par_iter().map(|&(i, _)| self.count_uncached(texts[i])).collect::<CtxResult<_>>()?
+        } else {
+            misses.iter().map(|&(i, _)| self.count_uncached(texts[i])).collect::<CtxResult<_>>()?
+        };
+        for (&(i, key), n) in misses.iter().zip(counted) {
+            if cached {
+                self.cache.insert(key, n);
+            }
+            out[i] = n;
+        }
+        for (i, j) in repeats {
+            out[i] = out[j];
+        }
+        Ok(out)
     }
 
     /// One thread, in order; the baseline count_many is measured against.

@@ -22,7 +22,8 @@ use super::args;
 use super::counting::{resolve_tokenizer, with_source};
 use super::errors::UnknownKeyError;
 use super::layer::layer_arg;
-use super::outcome::{build_fit, Fit};
+use super::outcome::Fit;
+use super::outcome_build::{build_fit, Originals};
 use super::policy::{policy_arg, Policy};
 use super::segment::{segments_arg, settle_counts, Segment};
 use super::tokenizer::Tokenizer;
@@ -98,7 +99,8 @@ impl ContextWindow {
         let tok = self.tokenizer.bind(py).get();
         let core = &mut st.core;
         let wf = with_source(py, tok, snapshot.len(), |src| core.fit(src))?;
-        let fit = build_fit(py, &snapshot, st.core.policy(), self.counter_id(py), wf.outcome)?;
+        let objects = Originals::Objects(snapshot.iter().map(|s| s.clone().unbind()).collect());
+        let fit = build_fit(py, objects, st.core.policy(), self.counter_id(py), wf.outcome)?;
         st.last_fit = Some(Py::new(py, fit)?);
         let gone = self.mirror(py, st, wf.changes)?;
         // What the ladder took (dropped, or folded into a digest); a rewrite deferred to this

@@ -1,0 +1,229 @@
+//! `_fit_records`: the provider adapters' one crossing. An adapter reads its provider's messages
+//! into columns (the strings each message sends, its framing, layer, exchange group, the one
+//! text a ladder may shorten or preview, its tool call) plus the parts that are always sent
+//! (tool schemas, reply priming); this counts every string in one batch, fits once, and hands
+//! back what the adapter needs to rebuild the caller's payload: which records are sent, in
+//! order, the digests' texts, the shortened texts, and the `Fit`, whose `Segment` objects are
+//! only made if the caller reads `Fit.kept` / `evicted` / `truncated`.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use super::args;
+use super::budget::Budget;
+use super::counting::{resolve_tokenizer, with_source};
+use super::errors::InvalidArgumentError;
+use super::layer::layer_arg;
+use super::outcome::Fit;
+use super::outcome_build::{build_fit, Originals, RecordMeta};
+use super::policy::policy_arg;
+use super::tokenizer_batch::joined_items;
+use crate::engine::{self, InputNames, Kept, Layer, SegmentData, ToolCall};
+use crate::limits::{add_total, check_count, checked_total};
+
+/// `(order, digests, cuts, fit)`: `order` lists what is sent, a record's index, or `-(d + 1)` for
+/// digest `d` (whose text is `digests[d]`); `cuts` maps a shortened record to its new text.
+pub type Rebuild = (Vec<i64>, Vec<String>, HashMap<usize, String>, Fit);
+
+fn list<'py>(obj: &Bound<'py, PyAny>, arg: &str, len: Option<usize>) -> PyResult<Bound<'py, PyList>> {
+    let l = obj.cast::<PyList>().map_err(|_| args::wrong_type(obj, arg, "a list"))?.clone();
+    match len {
+        Some(n) if l.len() != n => {
+            Err(InvalidArgumentError::new_err(format!("argument '{arg}' has {} items, expected {n}", l.len())))
+        }
+        _ => Ok(l),
+    }
+}
+
+fn counts_of(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Vec<usize>> {
+    let l = list(obj, arg, None)?;
+    l.iter().enumerate().map(|(i, v)| args::count_arg(&v, &format!("{arg}[{i}]"))).collect()
+}
+
+fn tool_call(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ToolCall>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    let t = obj.cast::<PyTuple>().map_err(|_| args::wrong_type(obj, arg, "None or a (name, arguments) tuple"))?;
+    if t.len() != 2 {
+        return Err(args::wrong_type(obj, arg, "None or a (name, arguments) tuple"));
+    }
+    let (name, arguments) = (t.get_item(0)?, t.get_item(1)?);
+    Ok(Some(ToolCall {
+        step: None,
+        tool: Some(args::text(&name, arg)?.to_string()),
+        arguments: if arguments.is_none() { None } else { Some(args::text(&arguments, arg)?.to_string()) },
+    }))
+}
+
+/// Counts, fits and returns what the adapter rebuilds from (private; the adapters' entry).
+///
+/// - strings: every string sent, the records' then the fixed parts', in order.
+/// - ends: per part (records, then fixed parts), where its strings end in `strings`.
+/// - extra: per part, the tokens it costs beyond its strings (framing, image estimates).
+/// - layers: per part, a PromptLayer.
+/// - groups / texts / calls: per record, its exchange group, its one shortenable text ("" for
+///   none) and its tool call as `(name, arguments)` or None.
+/// - labels: per fixed part, its label (`"<tool schemas>"`); a part that costs 0 is left out.
+#[pyfunction]
+#[pyo3(signature = (strings, ends, extra, layers, groups, texts, calls, labels, budget, policy=None, tokenizer=None, *, framing=0, input_name="messages"))]
+#[allow(clippy::too_many_arguments)]
+pub fn _fit_records(
+    py: Python<'_>,
+    strings: &Bound<'_, PyAny>,
+    ends: &Bound<'_, PyAny>,
+    extra: &Bound<'_, PyAny>,
+    layers: &Bound<'_, PyAny>,
+    groups: &Bound<'_, PyAny>,
+    texts: &Bound<'_, PyAny>,
+    calls: &Bound<'_, PyAny>,
+    labels: &Bound<'_, PyAny>,
+    budget: &Bound<'_, PyAny>,
+    policy: Option<&Bound<'_, PyAny>>,
+    tokenizer: Option<&Bound<'_, PyAny>>,
+    framing: usize,
+    input_name: &str,
+) -> PyResult<Rebuild> {
+    let framing = check_count(framing, "argument 'framing'")?;
+    let groups = list(groups, "groups", None)?;
+    let records = groups.len();
+    let texts = list(texts, "texts", Some(records))?;
+    let calls = list(calls, "calls", Some(records))?;
+    let labels = list(labels, "labels", None)?;
+    let parts = records + labels.len();
+    let ends = counts_of(ends, "ends")?;
+    let extra = counts_of(extra, "extra")?;
+    let layers = list(layers, "layers", Some(parts))?;
+    if ends.len() != parts || extra.len() != parts {
+        return Err(InvalidArgumentError::new_err(format!(
+            "arguments 'ends' and 'extra' must have one item per part ({parts}), not {} and {}",
+            ends.len(),
+            extra.len()
+        )));
+    }
+    let items = args::texts(strings, "strings")?;
+    if ends.windows(2).any(|w| w[0] > w[1]) || ends.last().is_some_and(|&e| e != items.len()) {
+        return Err(InvalidArgumentError::new_err("argument 'ends' must rise to len(strings)"));
+    }
+    let joined = joined_items(&items, "strings")?;
+    let mut recs = Vec::with_capacity(records);
+    for p in 0..records {
+        let text = texts.get_item(p)?;
+        let text = text.cast::<PyString>().map_err(|_| args::wrong_type(&text, &format!("texts[{p}]"), "str"))?;
+        let group = groups.get_item(p)?;
+        let group = if group.is_none() { None } else { Some(args::text(&group, &format!("groups[{p}]"))?.to_string()) };
+        let call = tool_call(&calls.get_item(p)?, &format!("calls[{p}]"))?;
+        recs.push(Record { text: text.to_str()?.to_string(), group, call });
+    }
+    let layers = (0..parts).map(|p| layer_arg(&layers.get_item(p)?, &format!("layers[{p}]"))).collect::<PyResult<Vec<_>>>()?;
+    let labels = (0..labels.len())
+        .map(|k| Ok(args::text(&labels.get_item(k)?, &format!("labels[{k}]"))?.to_string()))
+        .collect::<PyResult<Vec<_>>>()?;
+    let cols = Columns { strings: joined, ends, extra, layers, records: recs, labels };
+    fit_columns(py, cols, budget, policy, tokenizer, framing, input_name)
+}
+
+/// One record: what the ladder may shorten or preview, its exchange group, its tool call.
+pub struct Record {
+    pub text: String,
+    pub group: Option<String>,
+    pub call: Option<ToolCall>,
+}
+
+/// A request as columns: see `_fit_records` for what each holds.
+pub struct Columns<'a> {
+    pub strings: Vec<Cow<'a, str>>,
+    pub ends: Vec<usize>,
+    pub extra: Vec<usize>,
+    pub layers: Vec<Layer>,
+    pub records: Vec<Record>,
+    pub labels: Vec<String>,
+}
+
+/// Counts every string in one batch, fits once, and returns what the adapter rebuilds from.
+pub fn fit_columns(
+    py: Python<'_>,
+    cols: Columns<'_>,
+    budget: &Bound<'_, PyAny>,
+    policy: Option<&Bound<'_, PyAny>>,
+    tokenizer: Option<&Bound<'_, PyAny>>,
+    framing: usize,
+    input_name: &str,
+) -> PyResult<Rebuild> {
+    let records = cols.records.len();
+    if records == 0 {
+        return Err(InvalidArgumentError::new_err(format!("argument '{input_name}' is empty: there is no request to fit")));
+    }
+    let budget = budget.cast::<Budget>().map_err(|_| args::wrong_type(budget, "budget", "a ctxfast.Budget"))?;
+    let policy = policy_arg(py, policy, "agent")?;
+    let tok = resolve_tokenizer(py, tokenizer)?;
+    let tok = tok.get();
+    let strs: Vec<&str> = cols.strings.iter().map(|t| t.as_ref()).collect();
+    let counts = tok.count_strs(py, &strs, true)?;
+
+    let parts = cols.ends.len();
+    let mut data: Vec<Arc<SegmentData>> = Vec::with_capacity(parts);
+    let mut metas = Vec::with_capacity(parts);
+    let mut costs = Vec::with_capacity(parts);
+    let mut fixed_names = Vec::with_capacity(parts);
+    let mut start = 0;
+    let mut recs = cols.records.into_iter();
+    for p in 0..parts {
+        let end = cols.ends[p];
+        let cost = checked_total(counts.get(start..end).unwrap_or(&[]).iter().copied(), "a message's strings")?;
+        let extra = cols.extra.get(p).copied().unwrap_or(0);
+        let cost = check_count(add_total(cost, extra, "a message with its framing")?, "a message's count")?;
+        start = end;
+        let layer = cols.layers.get(p).copied().unwrap_or(Layer::Conversation);
+        if let Some(r) = (p < records).then(|| recs.next()).flatten() {
+            let mut d = SegmentData::new(r.text, layer);
+            d.group = r.group;
+            d.tool = r.call;
+            d.tokens = Some(cost);
+            data.push(Arc::new(d));
+            metas.push(RecordMeta::Index(p));
+            costs.push(cost);
+            fixed_names.push(None);
+        } else if cost > 0 {
+            let label = cols.labels.get(p - records).cloned().unwrap_or_default();
+            let mut d = SegmentData::new(label.clone(), layer);
+            d.tokens = Some(cost);
+            data.push(Arc::new(d));
+            fixed_names.push(Some(label.clone()));
+            metas.push(RecordMeta::Fixed(label));
+            costs.push(cost);
+        }
+    }
+    let names = InputNames { input: input_name.to_string(), fixed: fixed_names };
+    let (budget, policy_ref) = (&budget.get().inner, &policy.get().inner);
+    let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
+    let out = with_source(py, tok, refs.len(), |src| {
+        engine::fit_named(&refs, &costs, budget, policy_ref, src, None, framing, Some(&names))
+    })?;
+    let mut order = Vec::with_capacity(out.kept.len());
+    let mut cuts = HashMap::new();
+    for k in &out.kept {
+        match k {
+            Kept::Original(i) if *i < records => order.push(signed_index(*i)),
+            Kept::Truncated { index, text, .. } if *index < records => {
+                order.push(signed_index(*index));
+                cuts.insert(*index, text.clone());
+            }
+            Kept::Digest { digest } => order.push(-signed_index(*digest) - 1),
+            _ => {} // a fixed part: the adapter sends it its own way
+        }
+    }
+    let digests = out.digests.iter().map(|d| d.text.clone()).collect();
+    let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
+    let fit = build_fit(py, originals, policy_ref, tok.counter_id(), out)?;
+    Ok((order, digests, cuts, fit))
+}
+
+/// An index as the signed figure `order` carries: indices are list positions, far below 2^63.
+fn signed_index(i: usize) -> i64 {
+    i64::try_from(i).unwrap_or(i64::MAX)
+}
