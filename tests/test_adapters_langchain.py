@@ -505,3 +505,21 @@ def test_truncated_lists_only_bodies_that_were_kept() -> None:
     fit = trim_messages(msgs, max_tokens=int(full * 0.6), policy=policy).fit
     kept = {id(seg) for seg in fit.kept}
     assert all(id(t.segment) in kept for t in fit.truncated)
+
+
+@pytest.mark.parametrize("include_system", [True, False])
+def test_start_on_drops_what_stands_before_the_first_human_message(include_system: bool) -> None:
+    """Issue 11 item 6: ``start_on`` on the default path, as LangChain applies it (after the
+    trim, whatever the budget), and ``.fit`` is the fit of the list returned."""
+    msgs = [SystemMessage("Be brief."), AIMessage("Hello! How can I help?"), HumanMessage("What is 2+2?"),
+            AIMessage("4."), HumanMessage("And 3+3?")]
+    out = trim_messages(msgs, max_tokens=10_000, start_on="human", include_system=include_system,
+                        token_counter=None)
+    theirs = lc_trim(msgs, max_tokens=10_000, start_on="human", include_system=include_system,
+                     token_counter=lambda ms: sum(len(str(m.content)) for m in ms), strategy="last")
+    assert [m.content for m in out] == [m.content for m in theirs]
+    assert all(any(m is x for x in msgs) for m in out)
+    expected = trim_messages([m for m in out], max_tokens=10_000, include_system=include_system)
+    assert out.fit is not None and out.fit.total == expected.fit.total
+    # Without start_on the greeting stays.
+    assert len(trim_messages(msgs, max_tokens=10_000, include_system=include_system)) == len(msgs)

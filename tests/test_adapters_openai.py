@@ -637,3 +637,26 @@ def test_trace_merges_layers_that_share_a_label() -> None:
     for row in fit.trace.rows:
         size -= row["removed"]
         assert row["layer_after"] == size, row
+
+
+def test_the_encoding_follows_the_model() -> None:
+    """Issue 11 item 2: ``model=`` picks the encoding (cl100k_base for gpt-4, o200k_base for
+    gpt-4o), the Responses body helper reads the body's model, and an unknown model is named."""
+    import tiktoken
+
+    from ctxfast import InvalidArgumentError
+    from ctxfast.responses import fit_responses_body
+
+    text = "Quantum chromodynamics régime — naïve façade 😀 " * 20
+    msgs = [{"role": "user", "content": text}]
+    counts = {}
+    for model, name in (("gpt-4-0613", "cl100k_base"), ("gpt-4o-2024-08-06", "o200k_base")):
+        _, fit = fit_messages(msgs, 100_000, model=model)
+        counts[name] = fit.total
+        assert fit.total == 3 + 3 + len(tiktoken.get_encoding(name).encode_ordinary(text)) + 1
+        _, body_fit = fit_responses_body({"model": model, "input": text}, 100_000)
+        assert body_fit.total == fit_responses_body({"input": text}, 100_000, tokenizer=Tokenizer.for_model(model))[1].total
+    assert counts["cl100k_base"] != counts["o200k_base"]
+    with pytest.raises(InvalidArgumentError, match="my-model"):
+        fit_messages(msgs, 100_000, model="my-model")
+    fit_responses_body({"model": "my-model", "input": text}, 100_000)  # the default encoding

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agent_payloads as ap
-from ctxfast import Budget, Tokenizer, Unfittable, _payload, openai
+from ctxfast import Budget, Tokenizer, Unfittable, _openai_fast, _payload, openai
 from ctxfast._core import _fit_chat_fast
 from test_agent_payload_properties import POLICIES
 
@@ -54,7 +54,7 @@ def slow(messages: Any, budget: Any, **kw: Any) -> tuple[list[dict[str, Any]], A
 
 
 def fast_declines(messages: Any, **kw: Any) -> bool:
-    schemas = openai._schemas(kw.get("tools") or [], kw.get("tool_choice"))
+    schemas = _openai_fast._schemas(kw.get("tools") or [], kw.get("tool_choice"))
     assert schemas is not None
     got = _fit_chat_fast(messages, schemas[0], schemas[1], Budget(10**9), _payload.resolve_policy(None),
                          Tokenizer.from_encoding("o200k_base"))

@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxfast._core import encoding_name_for_model
+from ctxfast._errors import CtxfastError
+
 #: Content blocks only Anthropic Messages defines.
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
 #: Content parts only Chat Completions defines.
@@ -241,8 +244,6 @@ def describe_format(d: Detection) -> str:
 # The encoding a model counts with
 
 #: Model families on o200k_base, checked before the cl100k ones (``gpt-4o`` starts with ``gpt-4``).
-_O200K = ("gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss", "o1", "o3", "o4")
-_CL100K = ("gpt-4", "gpt-3.5", "gpt-35-turbo")
 DEFAULT_ENCODING = "o200k_base"
 ENCODINGS = ("o200k_base", "cl100k_base")
 
@@ -257,22 +258,14 @@ class Encoding:
     note: str
 
 
-def _family_match(name: str, families: tuple[str, ...]) -> bool:
-    return any(name == f or name.startswith(f + "-") or name.startswith(f + ":") for f in families)
-
-
 def encoding_for_model(model: str) -> str | None:
-    """The embedded encoding of an OpenAI model name, or None for a model ctxfast does not know.
-
-    The families follow tiktoken's table: o200k_base for gpt-4o, chatgpt-4o, gpt-4.1, gpt-4.5,
-    gpt-5, gpt-oss and the o-series; cl100k_base for gpt-4 (gpt-4-turbo, gpt-4-32k, dated
-    snapshots) and gpt-3.5-turbo."""
-    name = _model_family(model)
-    if _family_match(name, _O200K) or name.startswith("gpt-5"):
-        return "o200k_base"
-    if _family_match(name, _CL100K):
-        return "cl100k_base"
-    return None
+    """The embedded encoding of a model name, or None for a model ctxfast does not know: the
+    core's table (``ctxfast.encoding_name_for_model``, tiktoken's families), one for the library
+    and the command line."""
+    try:
+        return encoding_name_for_model(model)
+    except CtxfastError:
+        return None
 
 
 def choose_encoding(fmt: str, data: Any, given: str | None) -> Encoding:

@@ -203,3 +203,15 @@ def first_prefix(
         if not kept or len(kept) == n or clean(len(kept)) or kept[-1] is not messages[len(kept) - 1]:
             return kept
         kept.pop()
+
+
+def before_start(out: list[Any], start_on: Any, include_system: bool) -> list[Any]:
+    """The kept messages LangChain's ``start_on`` removes: after a kept system message, those
+    before the first message of a ``start_on`` type (none when no kept message is of one)."""
+    if start_on is None or not out:
+        return []
+    first = 1 if include_system and out[0].type == "system" else 0
+    for k in range(first, len(out)):
+        if is_type(out[k], start_on):
+            return list(out[first:k])
+    return []

@@ -14,7 +14,9 @@ gives ``[]``; ``end_on`` drops trailing messages of other types; a counter it ca
 - **No orphaned tool results.** An exchange (a human message with every AI and tool message
   after it) leaves whole. Under the default ``Policy.agent()`` an old tool exchange is first
   replaced by a tagged digest, a ``HumanMessage`` that holds no tool blocks. The kept history
-  therefore always starts at a human message, and ``start_on`` need not do anything.
+  therefore starts at a human message, except for what stood before the first one (an AI
+  greeting; a system message with ``include_system=False``): ``start_on`` removes that, as
+  LangChain does, and the list is fitted again without it, so ``.fit`` stays exact.
 - **The current turn stays.** The last human message is never dropped, and neither is the
   newest tool round after it. In an agent loop (one human ask, then many ``AIMessage``
   tool-call rounds with their ``ToolMessage`` results) each older round is a unit of its own,
@@ -61,10 +63,10 @@ from typing import Any
 from ctxfast import _payload
 from ctxfast._core import Budget, Policy, PromptLayer, Tokenizer
 from ctxfast._langchain_count import counter, empty_cost, image_tokens
-from ctxfast._langchain_input import convert, drop_trailing, first_prefix, last_suffix
+from ctxfast._langchain_input import before_start, convert, drop_trailing, first_prefix, last_suffix
+from ctxfast._langchain_read import _calls, _longest, _name, _pieces, _with_text
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, Unfittable, UnsupportedOperationError
 from ctxfast._payload import Message, Origin, ToolLink, Where
-from ctxfast._rounds import replace_at
 from ctxfast.openai import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL  # from _framing
 
 __all__ = ["trim_messages"]
@@ -73,66 +75,6 @@ _ROLE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool",
 _APPROX_CHARS_PER_TOKEN = 4.0
 _APPROX_PER_MESSAGE = 3
 _UNBOUNDED = 2**31 - 1  # a window no count reaches: the fit then only counts
-
-
-def _pieces(content: Any, where: str, origins: list[Where] | None = None) -> list[tuple[tuple[Any, ...], str]]:
-    """A message's text pieces with their paths from the message (its str content, or each str
-    item and text block of its content list); with `origins`, where each came from is appended
-    to it (only to word an error)."""
-    if isinstance(content, str):
-        if origins is not None:
-            origins.append(Origin(f"{where}.content"))
-        return [(("content",), content)]
-    pieces: list[tuple[tuple[Any, ...], str]] = []
-    if isinstance(content, list):
-        for j, block in enumerate(content):
-            if isinstance(block, str):
-                path: tuple[Any, ...] = ("content", j)
-                piece = block
-            elif isinstance(block, dict) and block.get("type") == "text":
-                path = ("content", j, "text")
-                piece = _payload.text(block.get("text", ""), where, f".content[{j}].text")
-            else:
-                continue
-            if origins is not None:
-                origins.append(Origin(where + "".join(_payload._step(k) for k in path)))
-            pieces.append((path, piece))
-    return pieces
-
-
-def _longest(pieces: list[tuple[tuple[Any, ...], str]]) -> tuple[tuple[Any, ...] | None, str]:
-    best: tuple[tuple[Any, ...] | None, str] = (None, "")
-    for path, piece in pieces:
-        if best[0] is None or len(piece) > len(best[1]):
-            best = (path, piece)
-    return best
-
-
-def _with_text(m: Any, path: tuple[Any, ...], text: str) -> Any:
-    """A copy of LangChain message `m` with the piece at `path` shortened to `text`."""
-    return m.model_copy(update={"content": replace_at(m.content, path[1:], text)})
-
-
-def _name(m: Any, where: str) -> str:
-    """A message's ``name`` as ChatOpenAI sends it ("" when unset), read safely. A
-    ``ToolMessage``'s name is not sent (langchain-openai keeps only content, role and
-    tool_call_id for a tool message), so it is not counted."""
-    name = getattr(m, "name", None) if getattr(m, "type", None) != "tool" else None
-    return _payload.text(name, where, ".name") if name else ""
-
-
-def _calls(m: Any, where: str) -> list[tuple[str, str, Any]]:
-    """A message's tool calls as (name, args text, id), each field read safely."""
-    calls = getattr(m, "tool_calls", None) or ()
-    if not isinstance(calls, (list, tuple)):
-        raise ArgumentTypeError(f"{where}.tool_calls must be a list, not {type(calls).__name__}")
-    out = []
-    for k, c in enumerate(calls):
-        at = f"{where}.tool_calls[{k}]"
-        if not isinstance(c, dict):
-            raise ArgumentTypeError(f"{at} must be a dict, not {type(c).__name__}")
-        out.append((_payload.text(c.get("name", ""), at, ".name"), _payload.text(c.get("args", ""), at, ".args"), c.get("id")))
-    return out
 
 
 def _policy(policy: Policy | str | None, strategy: str, allow_partial: bool) -> Policy:
@@ -198,10 +140,22 @@ def trim_messages(
             out = TrimmedMessages()
             out.fit = None
             return out
-        return _trim(
-            HumanMessage, msgs, max_tokens, token_counter, strategy, allow_partial, include_system,
-            policy, tokenizer, reserve, pin_first_user, here,
-        )
+        def trim(items: list[Any]) -> TrimmedMessages:
+            return _trim(
+                HumanMessage, items, max_tokens, token_counter, strategy, allow_partial, include_system,
+                policy, tokenizer, reserve, pin_first_user, here,
+            )
+
+        out = trim(msgs)
+        leading = before_start(out, start_on, include_system)
+        if leading:
+            # What comes before the first message of type `start_on` (it can only be what stood
+            # before the first human message: exchanges open on one) leaves, and the request is
+            # fitted again without it, so `.fit` is the fit of what is returned.
+            gone = {id(m) for m in leading}
+            out = trim([m for m in msgs if id(m) not in gone])
+        return out
+
 
 
 def _as_langchain(HumanMessage: Any, msgs: list[Any], options: dict[str, Any], here: _payload.Cursor) -> TrimmedMessages:  # noqa: N803

@@ -78,9 +78,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer, _fingerprint, _fit_chat_fast
-from ctxfast._errors import ArgumentTypeError, CtxfastError, InvalidArgumentError
-from ctxfast import _payload, _shapes
+from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
+from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
+from ctxfast import _openai_fast, _payload, _shapes
 from ctxfast._framing import OPENAI_CHAT
 from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where
 
@@ -188,6 +188,7 @@ def fit_messages(
     pin_first_user: bool = False,
     tool_choice: str | dict[str, Any] | None = None,
     image_sizes: ImageSizes | None = None,
+    model: str | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Chat Completions request under ``budget``; returns ``(messages, fit)``.
 
@@ -200,79 +201,17 @@ def fit_messages(
     ``tool_choice`` is the request's own (``"auto"``, ``"none"``, ``"required"`` or a dict
     naming a function): naming one costs tokens. ``image_sizes`` gives images' sizes
     (``{url: (width, height)}`` or a callable returning one or None) for the tile rule.
+    ``model`` (the request's own) picks the encoding when ``tokenizer`` is not given
+    (``Tokenizer.for_model``: o200k_base for gpt-4o and later, cl100k_base for gpt-4 and
+    gpt-3.5-turbo); a model ctxfast does not know is an ``InvalidArgumentError``.
     """
+    if tokenizer is None and model is not None:
+        tokenizer = Tokenizer.for_model(model)
     with _payload.boundary() as here:
-        fast = _fit_fast(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice)
+        fast = _openai_fast.fit(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice)
         if fast is not None:
             return fast
         return _fit(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice, image_sizes, here)
-
-
-#: Rendered tool schemas by fingerprint of (tools, tool_choice): a server sends the same schemas
-#: on every request, and rendering them is most of what the Python side would do. Bounded.
-_SCHEMAS: dict[tuple[int, int], tuple[list[str], tuple[int, int]]] = {}
-_SCHEMAS_MAX = 256
-
-
-def _schemas(tools: list[Any], tool_choice: Any) -> tuple[list[str], tuple[int, int]] | None:
-    """The tool schemas' strings and constant tokens ``(alone, sharing a system message)``, from
-    the cache when the same schemas were rendered before; None when they are not valid (the full
-    reader then says why)."""
-    key = (_fingerprint(tools), _fingerprint(tool_choice))
-    hit = _SCHEMAS.get(key) if key[0] is not None and key[1] is not None else None  # type: ignore[arg-type]
-    if hit is not None:
-        return hit
-    try:
-        strings, _, tokens = tools_parts(tools, tool_choice, False)
-    except CtxfastError:
-        return None
-    got = (strings, (tokens, tokens + OVERHEADS["shares_system"]) if tools else (0, 0))
-    if key[0] is not None and key[1] is not None:
-        if len(_SCHEMAS) >= _SCHEMAS_MAX:
-            _SCHEMAS.clear()
-        _SCHEMAS[key] = got  # type: ignore[index]
-    return got
-
-
-def _fit_fast(
-    messages: Any,
-    budget: Any,
-    tools: Any,
-    policy: Any,
-    tokenizer: Any,
-    pin_first_user: bool,
-    tool_choice: Any,
-) -> tuple[list[dict[str, Any]], Fit] | None:
-    """The request in one crossing (``_fit_chat_fast``) when it is made only of what that path
-    reads exactly (text content and parts, names, tool calls and results paired by id); None
-    otherwise, and ``_fit`` reads it (with its own error messages)."""
-    if type(messages) is not list or not (tools is None or type(tools) is list):
-        return None
-    if not (isinstance(budget, Budget) or (type(budget) is int and budget >= 0)):
-        return None
-    schemas = _schemas(tools or [], tool_choice)
-    if schemas is None:
-        return None
-    got = _fit_chat_fast(
-        messages, schemas[0], schemas[1], _payload.resolve_budget(budget), _payload.resolve_policy(policy),
-        _payload.resolve_tokenizer(tokenizer), pin_first_user=bool(pin_first_user),
-    )
-    if got is None:
-        return None
-    order, digests, cut, result = got
-    if any(not t.strip() for t in cut.values()):
-        return None  # a text cut to whitespace: the full reader fits again without it
-    out: list[dict[str, Any]] = []
-    for index in order:
-        if index < 0:
-            out.append({"role": "user", "content": digests[-index - 1]})
-        elif index in cut:
-            main = _read_message(messages[index], f"messages[{index}]")[4]
-            out.append(_payload.replace_at(messages[index], main[0], cut[index]) if main else messages[index])
-        else:
-            out.append(messages[index])
-    _payload.log_fit(len(messages), len(out), result)
-    return out, result
 
 
 def _fit(

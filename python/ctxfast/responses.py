@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxfast import _payload, _shapes
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
+from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer, encoding_name_for_model
 from ctxfast._errors import ArgumentTypeError, CtxfastError, InvalidArgumentError
 from ctxfast._parts import FILE_TOKENS, IMAGE_DEFAULT, IMAGE_LOW
 from ctxfast._payload import Fixed, Message, ToolLink
@@ -185,13 +185,18 @@ def fit_responses(
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     pin_first_user: bool = False,
     previous_response_id: str | None = None,
+    model: str | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Responses API request under ``budget``; returns ``(input_items, fit)``.
 
     ``instructions``, the tool schemas and the current turn are never dropped; exchanges and
     older rounds leave whole or become a digest (a user message). Kept items are the caller's own
     dicts; a truncated one is a copy with one text shortened. ``input`` as a string is one user
-    message. The counting rules, and which counts are estimates, are in the module docstring."""
+    message. ``model`` picks the encoding when ``tokenizer`` is not given (``Tokenizer.for_model``;
+    an unknown model is an ``InvalidArgumentError``). The counting rules, and which counts are
+    estimates, are in the module docstring."""
+    if tokenizer is None and model is not None:
+        tokenizer = Tokenizer.for_model(model)
     with _payload.boundary() as here:
         return _fit(input, budget, instructions, tools, policy, tokenizer, pin_first_user, previous_response_id, here)
 
@@ -204,12 +209,14 @@ def fit_responses_body(
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
 ) -> tuple[dict[str, Any], Fit]:
     """Fit a whole ``responses.create`` body: returns ``(body, fit)``, the body a copy with the fitted
-    ``input`` and every other field as it was."""
+    ``input`` and every other field as it was. The body's ``model`` picks the encoding when ctxfast
+    knows it and ``tokenizer`` is not given; otherwise o200k_base counts it."""
     if not isinstance(body, Mapping):
         raise ArgumentTypeError(f"argument 'body' must be a dict, not {type(body).__name__}")
     items, result = fit_responses(
         body.get("input", []), budget, instructions=body.get("instructions"), tools=body.get("tools"),
         policy=policy, tokenizer=tokenizer, previous_response_id=body.get("previous_response_id"),
+        model=_known_model(body.get("model")),
     )
     return {**body, "input": items}, result
 
@@ -330,3 +337,14 @@ def _pair(calls: list[ToolLink], results: list[ToolLink], groups: list[str | Non
                                   between=lambda k: f"a {roles[k]} item")
     except InvalidArgumentError as e:
         raise InvalidArgumentError(str(e).replace("messages[", "input[")) from None
+
+
+def _known_model(model: Any) -> str | None:
+    """A body's model when ctxfast knows its encoding, else None (the default encoding)."""
+    if not isinstance(model, str):
+        return None
+    try:
+        encoding_name_for_model(model)
+    except CtxfastError:
+        return None
+    return model

@@ -1,0 +1,86 @@
+"""``ctxfast.openai.fit_messages`` in one crossing: the Python side of ``_core._fit_chat_fast``.
+
+The tool schemas are rendered once per distinct ``(tools, tool_choice)`` (cached by fingerprint:
+a server sends the same schemas on every request), the messages go to Rust whole, and the kept
+order comes back; the caller's own dicts are returned, a digest is a new user message and a cut
+text a copy along its path. Whatever the fast path does not read exactly, it declines, and the
+full reader (``openai._fit``) does the request, with its own error messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxfast import _payload
+from ctxfast._core import Budget, Fit, _fingerprint, _fit_chat_fast
+from ctxfast._errors import CtxfastError
+from ctxfast._openai_schema import OVERHEADS, tools_parts
+
+
+#: Rendered tool schemas by fingerprint of (tools, tool_choice): a server sends the same schemas
+#: on every request, and rendering them is most of what the Python side would do. Bounded.
+_SCHEMAS: dict[tuple[int, int], tuple[list[str], tuple[int, int]]] = {}
+_SCHEMAS_MAX = 256
+
+
+def _schemas(tools: list[Any], tool_choice: Any) -> tuple[list[str], tuple[int, int]] | None:
+    """The tool schemas' strings and constant tokens ``(alone, sharing a system message)``, from
+    the cache when the same schemas were rendered before; None when they are not valid (the full
+    reader then says why)."""
+    key = (_fingerprint(tools), _fingerprint(tool_choice))
+    hit = _SCHEMAS.get(key) if key[0] is not None and key[1] is not None else None  # type: ignore[arg-type]
+    if hit is not None:
+        return hit
+    try:
+        strings, _, tokens = tools_parts(tools, tool_choice, False)
+    except CtxfastError:
+        return None
+    got = (strings, (tokens, tokens + OVERHEADS["shares_system"]) if tools else (0, 0))
+    if key[0] is not None and key[1] is not None:
+        if len(_SCHEMAS) >= _SCHEMAS_MAX:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = got  # type: ignore[index]
+    return got
+
+
+def fit(
+    messages: Any,
+    budget: Any,
+    tools: Any,
+    policy: Any,
+    tokenizer: Any,
+    pin_first_user: bool,
+    tool_choice: Any,
+) -> tuple[list[dict[str, Any]], Fit] | None:
+    """The request in one crossing (``_fit_chat_fast``) when it is made only of what that path
+    reads exactly (text content and parts, names, tool calls and results paired by id); None
+    otherwise, and ``openai._fit`` reads it (with its own error messages)."""
+    from ctxfast.openai import _read_message  # the full reader's rule for the text a cut shortens
+
+    if type(messages) is not list or not (tools is None or type(tools) is list):
+        return None
+    if not (isinstance(budget, Budget) or (type(budget) is int and budget >= 0)):
+        return None
+    schemas = _schemas(tools or [], tool_choice)
+    if schemas is None:
+        return None
+    got = _fit_chat_fast(
+        messages, schemas[0], schemas[1], _payload.resolve_budget(budget), _payload.resolve_policy(policy),
+        _payload.resolve_tokenizer(tokenizer), pin_first_user=bool(pin_first_user),
+    )
+    if got is None:
+        return None
+    order, digests, cut, result = got
+    if any(not t.strip() for t in cut.values()):
+        return None  # a text cut to whitespace: the full reader fits again without it
+    out: list[dict[str, Any]] = []
+    for index in order:
+        if index < 0:
+            out.append({"role": "user", "content": digests[-index - 1]})
+        elif index in cut:
+            main = _read_message(messages[index], f"messages[{index}]")[4]
+            out.append(_payload.replace_at(messages[index], main[0], cut[index]) if main else messages[index])
+        else:
+            out.append(messages[index])
+    _payload.log_fit(len(messages), len(out), result)
+    return out, result
