@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -49,6 +50,7 @@ fn role_of(v: &Bound<'_, PyAny>) -> Option<Role> {
 
 /// The content field's strings (a str, or text and refusal parts), and the longest text's place.
 fn content<'py>(v: &Bound<'py, PyAny>, out: &mut Vec<Bound<'py, PyString>>) -> Option<Option<usize>> {
+    let py = v.py();
     if v.is_none() {
         return Some(None);
     }
@@ -60,12 +62,13 @@ fn content<'py>(v: &Bound<'py, PyAny>, out: &mut Vec<Bound<'py, PyString>>) -> O
     let mut best: Option<(usize, usize)> = None; // (index in out, characters)
     for part in parts.iter() {
         let part = part.cast::<PyDict>().ok()?.clone();
-        let kind = exact_str(&part.get_item("type").ok()??)?;
+        let kind = exact_str(&part.get_item(intern!(py, "type")).ok()??)?;
         let kind = kind.to_str().ok()?;
         if kind != "text" && kind != "refusal" {
             return None;
         }
-        let value = exact_str(&part.get_item(kind).ok()??)?;
+        let key = if kind == "text" { intern!(py, "text") } else { intern!(py, "refusal") };
+        let value = exact_str(&part.get_item(key).ok()??)?;
         let chars = value.len().ok()?;
         out.push(value);
         if kind == "text" && best.is_none_or(|(_, n)| chars > n) {
@@ -76,6 +79,7 @@ fn content<'py>(v: &Bound<'py, PyAny>, out: &mut Vec<Bound<'py, PyString>>) -> O
 }
 
 fn tool_calls<'py>(v: &Bound<'py, PyAny>, read: &mut Read<'py>) -> Option<()> {
+    let py = v.py();
     if v.is_none() {
         return Some(());
     }
@@ -95,8 +99,8 @@ fn tool_calls<'py>(v: &Bound<'py, PyAny>, read: &mut Read<'py>) -> Option<()> {
         if function.len() != 2 {
             return None;
         }
-        let name = exact_str(&function.get_item("name").ok()??)?;
-        let arguments = exact_str(&function.get_item("arguments").ok()??)?;
+        let name = exact_str(&function.get_item(intern!(py, "name")).ok()??)?;
+        let arguments = exact_str(&function.get_item(intern!(py, "arguments")).ok()??)?;
         read.strings.push(name);
         read.strings.push(arguments);
         read.call = read.call.or(Some((read.strings.len() - 2, read.strings.len() - 1)));
@@ -107,7 +111,7 @@ fn tool_calls<'py>(v: &Bound<'py, PyAny>, read: &mut Read<'py>) -> Option<()> {
 
 fn message<'py>(m: &Bound<'py, PyAny>) -> Option<Read<'py>> {
     let m = m.cast::<PyDict>().ok()?;
-    let role_value = m.get_item("role").ok()??;
+    let role_value = m.get_item(intern!(m.py(), "role")).ok()??;
     let role = role_of(&role_value)?;
     let mut read = Read {
         strings: Vec::with_capacity(4),

@@ -44,16 +44,46 @@ fn size_text(bytes: usize) -> String {
 /// `text` on one line (whitespace runs as one space), at most `max` characters; when cut, an
 /// ellipsis and, with `size`, the full size: `… (9.6 KB)`.
 fn one_line(text: &str, max: usize, size: bool) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
+    // Built word by word, stopping once past `max`: a 9 KB argument costs its first `max`
+    // characters, not a flattened copy of the whole text.
+    let mut out = String::with_capacity(max.min(text.len()) + 16);
+    let mut chars = 0usize;
+    let mut cut = false;
+    for word in text.split_whitespace() {
+        if chars > 0 {
+            if chars == max {
+                cut = true;
+                break;
+            }
+            out.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars == max {
+                cut = true;
+                break;
+            }
+            out.push(c);
+            chars += 1;
+        }
+        if cut {
+            break;
+        }
     }
-    let mut out: String = flat.chars().take(max).collect();
+    if !cut {
+        return out;
+    }
     out.push('…');
     if size {
         out.push_str(&format!(" ({})", size_text(text.len())));
     }
     out
+}
+
+/// `text.lines().count()`, by counting line feeds (a last line without one counts too).
+fn line_count(text: &str) -> usize {
+    let feeds = text.as_bytes().iter().filter(|&&b| b == b'\n').count();
+    feeds + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 /// "[compacted] step 16: called read_file(src/ledger.py) -> 412 lines, 9,020 tokens: <first line>",
@@ -84,7 +114,7 @@ pub fn digest_text(members: &[&SegmentData], member_tokens: &[usize], fallback_s
         .filter(|(m, _)| m.layer == Layer::ToolResult)
         .map(|(m, &t)| (*m, t))
         .collect();
-    let lines: usize = results.iter().map(|(m, _)| m.text.lines().count()).sum();
+    let lines: usize = results.iter().map(|(m, _)| line_count(&m.text)).sum();
     let tokens: usize = results.iter().map(|(_, t)| t).sum();
     let first_line = results
         .iter()
@@ -182,6 +212,21 @@ mod tests {
         let text = digest_text(&refs, &[1, 1, 1, 1, 1, 6], 7);
         assert!(text.starts_with("[compacted] step 7: called t0(x), t1(x), t2(x), +2 more -> 1 line"), "{text}");
         assert_eq!((size_text(412), size_text(9_600), size_text(1_250_000)), ("412 B".into(), "9.6 KB".into(), "1.3 MB".into()));
+    }
+
+    #[test]
+    fn one_line_and_line_count_match_their_plain_definitions() {
+        let plain = |text: &str, max: usize| {
+            let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if flat.chars().count() <= max { flat } else { format!("{}…", flat.chars().take(max).collect::<String>()) }
+        };
+        let cases = ["", " ", "a", "ab cd", "  ab\t\ncd  ", "héllo wörld  naïve", "x\r\ny\n", "a\n\n", "\n", "word ".repeat(40).as_str().to_owned().leak()];
+        for text in cases {
+            for max in [0, 1, 2, 3, 5, 8, 80] {
+                assert_eq!(one_line(text, max, false), plain(text, max), "{text:?} {max}");
+            }
+            assert_eq!(line_count(text), text.lines().count(), "{text:?}");
+        }
     }
 
     #[test]
