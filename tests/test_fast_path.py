@@ -157,3 +157,28 @@ def test_a_repeated_string_in_one_batch_is_counted_once() -> None:
     assert after.entries == 2 and after.misses - before.misses <= 4
     assert tok.count_many(["same text", "other"]).tolist() == [2, 1]
     assert tok.cache_info().misses == after.misses, "a warm batch is all hits"
+
+
+def test_the_schema_cache_key_follows_content_not_identity() -> None:
+    from collections import OrderedDict
+
+    from ctxfast._core import _fingerprint
+
+    a = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    b = copy.deepcopy(a)
+    assert _fingerprint(a) == _fingerprint(b) is not None
+    b[0]["function"]["name"] = "g"
+    assert _fingerprint(a) != _fingerprint(b)
+    assert len({_fingerprint(v) for v in (1, True, 1.0, "1", [1], (1,), {"1": 1}, None)}) == 8
+    assert _fingerprint({"a": 1, "b": 2}) != _fingerprint({"b": 2, "a": 1}), "key order is rendered"
+    assert _fingerprint(OrderedDict(a=1)) is None and _fingerprint({"k": object()}) is None
+    deep: Any = []
+    for _ in range(200):
+        deep = [deep]
+    assert _fingerprint(deep) is None
+    # A schema edited in place renders again: the cache never serves the old rendering.
+    tools = copy.deepcopy(TOOLS)
+    msgs = [{"role": "user", "content": "hi"}]
+    before = openai.fit_messages(msgs, 10_000, tools=tools)[1].total
+    tools[0]["function"]["description"] = "Read a file from the repository, by path, with line numbers"
+    assert openai.fit_messages(msgs, 10_000, tools=tools)[1].total > before

@@ -6,7 +6,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::xxh3_128;
 
 use crate::limits::MAX_DEPTH;
 
@@ -20,30 +20,32 @@ fn exact(v: &Bound<'_, PyAny>) -> bool {
         || v.is_exact_instance_of::<PyTuple>()
 }
 
-fn feed(h: &mut Xxh3, v: &Bound<'_, PyAny>, depth: usize) -> Option<()> {
+/// Appends `v`'s canonical bytes to `h` (one buffer, hashed once at the end: cheaper than
+/// feeding a streaming hasher a few bytes at a time).
+fn feed(h: &mut Vec<u8>, v: &Bound<'_, PyAny>, depth: usize) -> Option<()> {
     if depth > MAX_DEPTH {
         return None;
     }
     if v.is_none() {
-        h.update(b"n");
+        h.extend_from_slice(b"n");
     } else if !exact(v) {
         return None; // a subclass may read differently from what it hashes as
     } else if let Ok(s) = v.cast::<PyString>() {
         let t = s.to_str().ok()?;
-        h.update(b"s");
-        h.update(&(t.len() as u64).to_le_bytes());
-        h.update(t.as_bytes());
+        h.extend_from_slice(b"s");
+        h.extend_from_slice(&(t.len() as u64).to_le_bytes());
+        h.extend_from_slice(t.as_bytes());
     } else if let Ok(b) = v.cast::<PyBool>() {
-        h.update(if b.is_true() { b"T" } else { b"F" });
+        h.extend_from_slice(if b.is_true() { b"T" } else { b"F" });
     } else if let Ok(i) = v.cast::<PyInt>() {
-        h.update(b"i");
-        h.update(&i.extract::<i64>().ok()?.to_le_bytes());
+        h.extend_from_slice(b"i");
+        h.extend_from_slice(&i.extract::<i64>().ok()?.to_le_bytes());
     } else if let Ok(f) = v.cast::<PyFloat>() {
-        h.update(b"f");
-        h.update(&f.value().to_bits().to_le_bytes());
+        h.extend_from_slice(b"f");
+        h.extend_from_slice(&f.value().to_bits().to_le_bytes());
     } else if let Ok(d) = v.cast::<PyDict>() {
-        h.update(b"{");
-        h.update(&(d.len() as u64).to_le_bytes());
+        h.extend_from_slice(b"{");
+        h.extend_from_slice(&(d.len() as u64).to_le_bytes());
         for (k, value) in d.iter() {
             if !k.is_exact_instance_of::<PyString>() {
                 return None;
@@ -52,14 +54,14 @@ fn feed(h: &mut Xxh3, v: &Bound<'_, PyAny>, depth: usize) -> Option<()> {
             feed(h, &value, depth + 1)?;
         }
     } else if let Ok(l) = v.cast::<PyList>() {
-        h.update(b"[");
-        h.update(&(l.len() as u64).to_le_bytes());
+        h.extend_from_slice(b"[");
+        h.extend_from_slice(&(l.len() as u64).to_le_bytes());
         for item in l.iter() {
             feed(h, &item, depth + 1)?;
         }
     } else if let Ok(t) = v.cast::<PyTuple>() {
-        h.update(b"(");
-        h.update(&(t.len() as u64).to_le_bytes());
+        h.extend_from_slice(b"(");
+        h.extend_from_slice(&(t.len() as u64).to_le_bytes());
         for item in t.iter() {
             feed(h, &item, depth + 1)?;
         }
@@ -73,7 +75,7 @@ fn feed(h: &mut Xxh3, v: &Bound<'_, PyAny>, depth: usize) -> Option<()> {
 /// data (private: the adapters' render caches).
 #[pyfunction]
 pub fn _fingerprint(value: &Bound<'_, PyAny>) -> Option<u128> {
-    let mut h = Xxh3::new();
+    let mut h = Vec::with_capacity(4096);
     feed(&mut h, value, 0)?;
-    Some(h.digest128())
+    Some(xxh3_128(&h))
 }

@@ -82,7 +82,7 @@ fn one_line(text: &str, max: usize, size: bool) -> String {
 
 /// `text.lines().count()`, by counting line feeds (a last line without one counts too).
 fn line_count(text: &str) -> usize {
-    let feeds = text.as_bytes().iter().filter(|&&b| b == b'\n').count();
+    let feeds = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     feeds + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
