@@ -37,6 +37,9 @@ pub enum CtxError {
     /// Saved state that cannot be restored.
     #[error("{0}")]
     State(String),
+    /// A chat template failed to compile or to render (its own `raise_exception` included).
+    #[error("{0}")]
+    Template(String),
     /// The caller interrupted a long call (Ctrl-C); the bindings re-raise the signal's own error.
     #[error("interrupted")]
     Interrupted,

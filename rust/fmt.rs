@@ -30,6 +30,16 @@ pub fn tokens(n: usize) -> String {
 
 /// `text` right-aligned in `width` characters. By hand rather than `format!("{:>w$}")`, whose
 /// width is at most 65,535 and panics past it: a caller's key can be any length.
+/// `text` cut to at most `max` characters, with an ellipsis when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 pub fn pad_left(text: &str, width: usize) -> String {
     let fill = width.saturating_sub(text.chars().count());
     let mut out = String::with_capacity(text.len() + fill);

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod fmt;
 pub mod limits;
 pub mod suggest;
+pub mod template;
 pub mod engine;
 pub mod payload;
 pub mod error;

@@ -21,6 +21,7 @@ from types import ModuleType as _ModuleType
 from ctxfast._core import (
     Budget,
     CacheInfo,
+    ChatTemplate,
     ContextWindow,
     Eviction,
     Fit,
@@ -56,6 +57,7 @@ from ctxfast._errors import (
     TextEncodingError,
     TokenizationError,
     TokenizerFileNotFoundError,
+    TemplateError,
     TokenizerLoadError,
     UnsupportedOperationError,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "Budget",
     "BudgetLedgerInconsistency",
     "CacheInfo",
+    "ChatTemplate",
     "ContextWindow",
     "UnknownKeyError",
     "UntaggedRewriteError",
@@ -96,6 +99,7 @@ __all__ = [
     "CounterError",
     "CtxfastError",
     "InvalidArgumentError",
+    "TemplateError",
     "TextEncodingError",
     "TokenizationError",
     "Tokenizer",

@@ -21,6 +21,7 @@ import numpy.typing as npt
 __all__ = [
     "Budget",
     "CacheInfo",
+    "ChatTemplate",
     "ContextWindow",
     "Eviction",
     "Fit",
@@ -91,6 +92,53 @@ class _TraceRow(TypedDict):
     """The request's projected total after this row."""
     over_after: int
     """``total_after - ceiling``: above 0 the request is still over, 0 or below it fits."""
+
+@final
+class ChatTemplate:
+    """A Hugging Face chat template, compiled once, rendered as transformers renders it.
+
+    ChatTemplate(source, *, date=None, special_tokens=None): ``source`` is the Jinja text; ``date``
+    (``"YYYY-MM-DD"``) fixes what ``strftime_now`` prints; ``special_tokens`` (``{"bos_token": ...}``) are
+    passed to every render.
+
+    Rendered in Rust by MiniJinja, set up as transformers' jinja2 environment is:
+    ``trim_blocks`` and ``lstrip_blocks``, loop controls, Python's str/dict/list methods,
+    a ``tojson`` that writes what ``json.dumps`` writes (no HTML escaping, keys in order),
+    ``raise_exception``, ``strftime_now``, ``[::-1]`` and the ``{% generation %}`` tag.
+    A template that fails to compile, or that raises while rendering, is a
+    ``TemplateError`` naming the line and the reason.
+    """
+
+    def __new__(cls, source: str, *, date: str | None = None, special_tokens: Mapping[str, str] | None = None) -> ChatTemplate: ...
+    @staticmethod
+    def from_file(path: str | PathLike[str], *, name: str | None = None, date: str | None = None) -> ChatTemplate:
+        """A template from a file: a ``chat_template.jinja``, a ``tokenizer_config.json`` (its
+        ``chat_template``, the one named ``name`` when it holds several, and its special tokens), or a
+        model folder holding either."""
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        **kwargs: Any,
+    ) -> str:
+        """Renders ``messages`` as the server renders them: ``tools``, ``add_generation_prompt``, the
+        special tokens and any other keyword (``date_string``, ``enable_thinking``, ...) are passed
+        to the template, as transformers' ``apply_chat_template(tokenize=False)`` passes them.
+
+        Raises:
+            TemplateError: the template raised (``raise_exception``) or failed to render.
+            ArgumentTypeError: a value is not JSON-shaped data (named by its path).
+        """
+    @property
+    def source(self) -> str:
+        """The template's Jinja text."""
+    @property
+    def special_tokens(self) -> dict[str, str]:
+        """The special tokens every render receives (``{"bos_token": "<|begin_of_text|>", ...}``)."""
+    @property
+    def variables(self) -> list[str]:
+        """The names the template reads from its context (``messages``, ``tools``, ``bos_token``, ...)."""
 
 @final
 class CacheInfo:

@@ -155,3 +155,9 @@ __all__ = [
     "TokenizerLoadError",
     "UnsupportedOperationError",
 ]
+
+
+class TemplateError(CtxfastError, ValueError):
+    """A chat template failed to compile or to render; its own ``raise_exception`` (a template
+    refusing a conversation, e.g. roles that do not alternate) is one too. The message names the
+    line and the template's reason."""

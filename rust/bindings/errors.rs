@@ -28,6 +28,7 @@ pyo3::import_exception!(ctxfast._errors, Unfittable);
 pyo3::import_exception!(ctxfast._errors, UnknownKeyError);
 pyo3::import_exception!(ctxfast._errors, UntaggedRewriteError);
 pyo3::import_exception!(ctxfast._errors, BudgetLedgerInconsistency);
+pyo3::import_exception!(ctxfast._errors, TemplateError);
 
 /// The core's errors, mapped here and nowhere else.
 impl From<CtxError> for PyErr {
@@ -42,6 +43,7 @@ impl From<CtxError> for PyErr {
             CtxError::UnknownKey(m) => UnknownKeyError::new_err(m),
             CtxError::UntaggedRewrite(m) => UntaggedRewriteError::new_err(m),
             CtxError::LedgerInconsistency(m) => BudgetLedgerInconsistency::new_err(m),
+            CtxError::Template(m) => TemplateError::new_err(m),
             CtxError::Unfittable(u) => unfittable(&u),
             // Normally the signal's own exception is raised in its place (`gil::Interrupt`).
             CtxError::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"),
@@ -60,6 +62,7 @@ fn unfittable(u: &crate::error::Unfittable) -> PyErr {
 pub enum FileKind {
     Tokenizer,
     Policy,
+    Template,
 }
 
 /// A file that could not be read: `.filename` and `.errno` set as on an `OSError`.
@@ -68,6 +71,7 @@ pub fn file_error(path: &str, err: &std::io::Error, kind: FileKind) -> PyErr {
     let (what, missing) = match kind {
         FileKind::Tokenizer => ("tokenizer", err.kind() == std::io::ErrorKind::NotFound),
         FileKind::Policy => ("policy", err.kind() == std::io::ErrorKind::NotFound),
+        FileKind::Template => ("chat template", err.kind() == std::io::ErrorKind::NotFound),
     };
     let message = format!("cannot read {what} file {path:?}: {err}");
     let args = (message, path.to_string(), err.raw_os_error());
@@ -75,6 +79,7 @@ pub fn file_error(path: &str, err: &std::io::Error, kind: FileKind) -> PyErr {
         (FileKind::Tokenizer, true) => TokenizerFileNotFoundError::new_err(args),
         (FileKind::Tokenizer, false) => TokenizerLoadError::new_err(args.0),
         (FileKind::Policy, true) => CtxfastFileNotFoundError::new_err(args),
-        (FileKind::Policy, false) => InvalidArgumentError::new_err(args.0),
+        (FileKind::Policy | FileKind::Template, false) => InvalidArgumentError::new_err(args.0),
+        (FileKind::Template, true) => CtxfastFileNotFoundError::new_err(args),
     }
 }

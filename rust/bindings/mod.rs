@@ -27,6 +27,8 @@ mod records;
 mod policy;
 mod rank;
 mod segment;
+mod pyvalue;
+mod template;
 mod tokenizer;
 mod tokenizer_backend;
 mod tokenizer_batch;
@@ -40,6 +42,8 @@ mod _core {
     use super::tokenizer::{approximate_tokens, CacheInfo, Tokenizer};
     #[pymodule_export]
     use super::models::{encoding_for_model, encoding_name_for_model};
+    #[pymodule_export]
+    use super::template::ChatTemplate;
     #[pymodule_export]
     use super::layer::PromptLayer;
     #[pymodule_export]
