@@ -67,6 +67,7 @@ README_PRELUDE = textwrap.dedent(
     messages: list[Any]
     tools: list[dict[str, Any]]
     system: str
+    source: str
     text: str
     texts: list[str]
     hf_tokenizer: Any

@@ -109,7 +109,13 @@ class ChatTemplate:
     ``TemplateError`` naming the line and the reason.
     """
 
-    def __new__(cls, source: str, *, date: str | None = None, special_tokens: Mapping[str, str] | None = None) -> ChatTemplate: ...
+    def __new__(cls, source: str, *, date: str | None = None, special_tokens: Mapping[str, str] | None = None) -> ChatTemplate:
+        """Compiles ``source`` once.
+
+        Raises:
+            TemplateError: the template does not compile (the message names the line).
+            InvalidArgumentError: ``date`` is not ``YYYY-MM-DD`` (or ``YYYY-MM-DDTHH:MM:SS``).
+        """
     @staticmethod
     def from_file(path: str | PathLike[str], *, name: str | None = None, date: str | None = None) -> ChatTemplate:
         """A template from a file: a ``chat_template.jinja``, a ``tokenizer_config.json`` (its

@@ -138,6 +138,12 @@ class BudgetLedgerInconsistency(CtxfastError, RuntimeError):
     """A "compression" that is not smaller than its original and has no external copy."""
 
 
+class TemplateError(CtxfastError, ValueError):
+    """A chat template failed to compile or to render; its own ``raise_exception`` (a template
+    refusing a conversation, e.g. roles that do not alternate) is one too. The message names the
+    line and the template's reason."""
+
+
 __all__ = [
     "ArgumentTypeError",
     "BudgetLedgerInconsistency",
@@ -154,10 +160,6 @@ __all__ = [
     "TokenizerFileNotFoundError",
     "TokenizerLoadError",
     "UnsupportedOperationError",
+    "TemplateError",
 ]
 
-
-class TemplateError(CtxfastError, ValueError):
-    """A chat template failed to compile or to render; its own ``raise_exception`` (a template
-    refusing a conversation, e.g. roles that do not alternate) is one too. The message names the
-    line and the template's reason."""

@@ -108,13 +108,8 @@ mod tests {
         assert_eq!(lines[5], "     floor       first 1 + last 3 exchanges");
         assert!(d.contains("     action      truncate body (>= 128 tokens)"), "{d}");
         assert!(d.ends_with("never: system, tools, pinned, current_turn\n"), "{d}");
-        for (name, p) in [
-            ("context_window", presets::context_window()),
-            ("troubleshooting", presets::troubleshooting()),
-            ("seven_tier", presets::seven_tier(3)),
-            ("ranked", presets::ranked(2)),
-            ("agent", presets::agent(2)),
-        ] {
+        // Every preset, as `Policy.preset(name)` finds it: a new one is covered without an edit here.
+        for (name, p) in presets::PRESET_NAMES.iter().filter_map(|n| presets::by_name(n)) {
             for line in describe(Some(name), &p).lines() {
                 assert!(line.chars().count() <= COLUMNS, "{name}: {line:?}");
             }
