@@ -210,7 +210,8 @@ fn without_generation_tags(source: &str) -> String {
     while let Some(at) = rest.find("{%") {
         out.push_str(&rest[..at]);
         let tag = &rest[at..];
-        let Some(end) = tag.find("%}") else {
+        // The tag closes at the first `%}` after its `{%` (`{%}` is not a closed tag).
+        let Some(end) = tag.get(2..).and_then(|t| t.find("%}")).map(|e| e + 2) else {
             out.push_str(tag);
             return out;
         };

@@ -59,3 +59,11 @@ fn raise_exception_and_syntax_errors_are_template_errors() {
 fn indent_keeps_a_final_line_break_as_jinja2_does() {
     assert_eq!(render("{{ '{\\n'|indent(4, first=true) }}|{{ 'a\\n\\nb'|indent(2) }}|{{ 'a\\nb'|indent(width='> ', blank=true) }}", json!({})), "    {\n|a\n\n  b|a\n> b");
 }
+
+#[test]
+fn malformed_tags_are_errors_not_panics() {
+    // Found by reading the generation-tag rewrite: `{%}` once sliced `tag[2..1]`.
+    for source in ["{%}", "{%", "{%-%}", "{%+}", "x{%}y", "{% generation", "{%- generation -%}", "%}{%"] {
+        let _ = ChatTemplate::new(source, None).map(|t| t.render(&json!({})));
+    }
+}
