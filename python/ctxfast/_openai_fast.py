@@ -43,6 +43,18 @@ def _schemas(tools: list[Any], tool_choice: Any) -> tuple[list[str], tuple[int, 
     return got
 
 
+def _digest(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def _cut_path(message: dict[str, Any], i: int) -> tuple[Any, ...] | None:
+    """Where the core's cut text goes: the full reader's longest text of the message."""
+    from ctxfast.openai import _read_message  # openai imports this module: read it late
+
+    main = _read_message(message, f"messages[{i}]")[4]
+    return main[0] if main else None
+
+
 def fit(
     messages: Any,
     budget: Any,
@@ -55,8 +67,6 @@ def fit(
     """The request in one crossing (``_fit_chat_fast``) when it is made only of what that path
     reads exactly (text content and parts, names, tool calls and results paired by id); None
     otherwise, and ``openai._fit`` reads it (with its own error messages)."""
-    from ctxfast.openai import _read_message  # the full reader's rule for the text a cut shortens
-
     if type(messages) is not list or not (tools is None or type(tools) is list):
         return None
     if not (isinstance(budget, Budget) or (type(budget) is int and budget >= 0)):
@@ -73,14 +83,6 @@ def fit(
     order, digests, cut, result = got
     if any(not t.strip() for t in cut.values()):
         return None  # a text cut to whitespace: the full reader fits again without it
-    out: list[dict[str, Any]] = []
-    for index in order:
-        if index < 0:
-            out.append({"role": "user", "content": digests[-index - 1]})
-        elif index in cut:
-            main = _read_message(messages[index], f"messages[{index}]")[4]
-            out.append(_payload.replace_at(messages[index], main[0], cut[index]) if main else messages[index])
-        else:
-            out.append(messages[index])
+    out = _payload.rebuild(messages, order, digests, cut, lambda i: _cut_path(messages[i], i), _digest, _payload.replace_at)
     _payload.log_fit(len(messages), len(out), result)
     return out, result

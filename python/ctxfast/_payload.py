@@ -210,18 +210,36 @@ def fit_messages(
             break
         for i in emptied:
             texts[i] = ""
+    out = rebuild(
+        messages, order, digests, cut,
+        lambda i: records[i].path if cut[i] != records[i].text else None,
+        make_digest, with_text,
+    )
+    log_fit(len(messages), len(out), result)
+    return out, result
+
+
+def rebuild(
+    messages: Sequence[Any],
+    order: Sequence[int],
+    digests: Sequence[str],
+    cut: dict[int, str],
+    path_of: Callable[[int], tuple[Any, ...] | None],
+    make_digest: Callable[[str], Any],
+    with_text: Callable[[Any, tuple[Any, ...], str], Any],
+) -> list[Any]:
+    """The payload a fit sends, from the core's kept ``order`` (a message's index, or ``-(d + 1)``
+    for digest ``d``): the caller's own messages, each digest as ``make_digest(text)``, and a
+    message whose text was cut as ``with_text(message, path, text)`` along ``path_of(i)`` (None:
+    sent as it was). ``path_of`` is only called for cut messages."""
     out: list[Any] = []
     for index in order:
         if index < 0:
             out.append(make_digest(digests[-index - 1]))
             continue
-        path = records[index].path
-        if index in cut and path is not None and cut[index] != records[index].text:
-            out.append(with_text(messages[index], path, cut[index]))
-        else:
-            out.append(messages[index])
-    log_fit(len(messages), len(out), result)
-    return out, result
+        path = path_of(index) if index in cut else None
+        out.append(messages[index] if path is None else with_text(messages[index], path, cut[index]))
+    return out
 
 
 def log_fit(sent: int, kept: int, result: Fit) -> None:

@@ -179,24 +179,25 @@ pub fn fit_columns(
         let cost = check_count(add_total(cost, extra, "a message with its framing")?, "a message's count")?;
         start = end;
         let layer = cols.layers.get(p).copied().unwrap_or(Layer::Conversation);
-        if let Some(r) = (p < records).then(|| recs.next()).flatten() {
-            let mut d = SegmentData::new(r.text, layer);
-            d.group = r.group;
-            d.tool = r.call;
-            d.tokens = Some(cost);
-            data.push(Arc::new(d));
-            metas.push(RecordMeta::Index(p));
-            costs.push(cost);
-            fixed_names.push(None);
-        } else if cost > 0 {
-            let label = cols.labels.get(p - records).cloned().unwrap_or_default();
-            let mut d = SegmentData::new(label.clone(), layer);
-            d.tokens = Some(cost);
-            data.push(Arc::new(d));
-            fixed_names.push(Some(label.clone()));
-            metas.push(RecordMeta::Fixed(label));
-            costs.push(cost);
-        }
+        let (mut d, meta, fixed) = match (p < records).then(|| recs.next()).flatten() {
+            Some(r) => {
+                let mut d = SegmentData::new(r.text, layer);
+                d.group = r.group;
+                d.tool = r.call;
+                (d, RecordMeta::Index(p), None)
+            }
+            // A fixed part that costs nothing is left out of the request the ladder sees.
+            None if cost == 0 => continue,
+            None => {
+                let label = cols.labels.get(p - records).cloned().unwrap_or_default();
+                (SegmentData::new(label.clone(), layer), RecordMeta::Fixed(label.clone()), Some(label))
+            }
+        };
+        d.tokens = Some(cost);
+        data.push(Arc::new(d));
+        metas.push(meta);
+        costs.push(cost);
+        fixed_names.push(fixed);
     }
     let names = InputNames { input: input_name.to_string(), fixed: fixed_names };
     let (budget, policy_ref) = (&budget.get().inner, &policy.get().inner);
