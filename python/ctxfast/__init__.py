@@ -119,6 +119,7 @@ _LAZY_SUBMODULES = ("anthropic", "chat", "cli", "gemini", "langchain", "openai")
 if _typing.TYPE_CHECKING:
     # For type checkers, which do not run ``__getattr__``: every existing lazy submodule.
     from ctxfast import anthropic as anthropic
+    from ctxfast import chat as chat
     from ctxfast import cli as cli
     from ctxfast import gemini as gemini
     from ctxfast import langchain as langchain

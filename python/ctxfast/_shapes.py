@@ -47,6 +47,8 @@ GEMINI = (
 READS = {
     "openai": "ctxfast.openai.fit_messages reads OpenAI Chat Completions messages (role + content, "
     "assistant tool_calls, tool messages)",
+    "chat": "ctxfast.chat.fit_messages reads OpenAI-style chat messages (role + content, assistant "
+    "tool_calls, tool messages), as llama.cpp, vLLM and SGLang take them",
     "anthropic": "ctxfast.anthropic.fit_messages reads Anthropic Messages (role user/assistant + content "
     "blocks; the system prompt is the separate 'system' argument)",
 }

@@ -6,7 +6,7 @@
 //! `callable` (a user's counter), `cache_info`, `tokenizer`, `counting` (which tokenizer, and the
 //! dispatch that runs core work with it), `layer`, `segment`, `budget`, `policy`, `outcome` and
 //! `outcome_build` (the `Fit` objects), then the entry points `fit`, `records` (the adapters'
-//! columnar fit), `rank` and `window`.
+//! columnar fit), `template_fit` (open models, by their chat template), `rank` and `window`.
 
 mod args;
 mod budget;
@@ -29,6 +29,7 @@ mod rank;
 mod segment;
 mod pyvalue;
 mod template;
+mod template_fit;
 mod tokenizer;
 mod tokenizer_backend;
 mod tokenizer_batch;
@@ -62,6 +63,8 @@ mod _core {
     use super::records::_fit_records;
     #[pymodule_export]
     use super::chat_fast::_fit_chat_fast;
+    #[pymodule_export]
+    use super::template_fit::_fit_template;
     #[pymodule_export]
     use super::fingerprint::_fingerprint;
     #[pymodule_export]

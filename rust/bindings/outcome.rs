@@ -183,6 +183,8 @@ pub struct Fit {
     #[pyo3(get)]
     pub(super) count_calls: usize,
     pub(super) ledger: Py<FitLedger>,
+    /// The rendered prompt that is sent, for a fit by a chat template (`chat.fit_messages`).
+    pub(super) prompt: Option<String>,
 }
 
 impl Fit {
@@ -262,6 +264,12 @@ impl Fit {
     #[getter]
     fn trace(&self, py: Python<'_>) -> Py<Trace> {
         self.trace.clone_ref(py)
+    }
+    /// The prompt as the chat template rendered it, whose count is `total`
+    /// (`chat.fit_messages`); None for the other fits.
+    #[getter]
+    fn prompt(&self) -> Option<&str> {
+        self.prompt.as_deref()
     }
     /// Where the removed tokens went.
     #[getter]

@@ -117,6 +117,9 @@ pub fn build_fit(
     for rec in &out.digests {
         let first = rec.members.first().and_then(|&m| originals.data(py, m));
         let mut data = SegmentData::new(rec.text.clone(), rec.layer);
+        // Members that stated their whole cost (framing included) make a digest that states its
+        // own, as a shortened copy does, so the kept segments' tokens add up to the total.
+        data.tokens = first.as_ref().and_then(|f| f.tokens).map(|_| rec.tokens);
         data.group = first.and_then(|f| f.group.clone());
         let meta = PyDict::new(py);
         let keys: Vec<Option<String>> =
@@ -196,5 +199,6 @@ pub fn build_fit(
         rungs_fired: out.rungs_fired.iter().map(|&r| rung_name(r)).collect(),
         count_calls: out.count_calls,
         ledger: Py::new(py, ledger)?,
+        prompt: None,
     })
 }

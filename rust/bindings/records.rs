@@ -44,7 +44,7 @@ fn counts_of(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Vec<usize>> {
     l.iter().enumerate().map(|(i, v)| args::count_arg(&v, &format!("{arg}[{i}]"))).collect()
 }
 
-fn tool_call(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ToolCall>> {
+pub fn tool_call(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ToolCall>> {
     if obj.is_none() {
         return Ok(None);
     }
@@ -205,6 +205,16 @@ pub fn fit_columns(
     let out = with_source(py, tok, refs.len(), |src| {
         engine::fit_named(&refs, &costs, budget, policy_ref, src, None, framing, Some(&names))
     })?;
+    let (order, cuts) = kept_order(&out, records);
+    let digests = out.digests.iter().map(|d| d.text.clone()).collect();
+    let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
+    let fit = build_fit(py, originals, policy_ref, tok.counter_id(), out)?;
+    Ok((order, digests, cuts, fit))
+}
+
+/// What is sent, as `order` and `cuts` say it (see `Rebuild`): the records kept, whole or
+/// shortened, and the digests; the fixed parts (indices `records..`) are the adapter's to send.
+pub fn kept_order(out: &engine::FitOutcome, records: usize) -> (Vec<i64>, HashMap<usize, String>) {
     let mut order = Vec::with_capacity(out.kept.len());
     let mut cuts = HashMap::new();
     for k in &out.kept {
@@ -215,13 +225,10 @@ pub fn fit_columns(
                 cuts.insert(*index, text.clone());
             }
             Kept::Digest { digest } => order.push(-signed_index(*digest) - 1),
-            _ => {} // a fixed part: the adapter sends it its own way
+            _ => {} // a fixed part
         }
     }
-    let digests = out.digests.iter().map(|d| d.text.clone()).collect();
-    let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
-    let fit = build_fit(py, originals, policy_ref, tok.counter_id(), out)?;
-    Ok((order, digests, cuts, fit))
+    (order, cuts)
 }
 
 /// An index as the signed figure `order` carries: indices are list positions, far below 2^63.

@@ -72,6 +72,16 @@ fn read(path: &Path) -> PyResult<String> {
 }
 
 impl ChatTemplate {
+    /// The compiled template, shared.
+    pub fn core(&self) -> Arc<Core> {
+        self.inner.clone()
+    }
+
+    /// The special tokens every render receives, as `(name, text)`.
+    pub fn special_tokens_pairs(&self) -> &[(String, String)] {
+        &self.special
+    }
+
     fn build(source: &str, date: Option<&str>, special: Vec<(String, String)>, origin: Option<String>) -> PyResult<Self> {
         Ok(Self { inner: Arc::new(Core::new(source, date)?), special, origin })
     }

@@ -5,3 +5,4 @@
 
 pub mod chat;
 pub mod framing;
+pub mod rendered;

@@ -19,6 +19,7 @@
 pub mod clock;
 pub mod pyjson;
 pub mod pyrepr;
+pub mod track;
 
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, Error, ErrorKind};
@@ -186,6 +187,16 @@ impl ChatTemplate {
     pub fn render(&self, context: &serde_json::Value) -> CtxResult<String> {
         let t = self.env.get_template(NAME).map_err(|e| template_error("compile", &e, &self.source))?;
         t.render(Value::from_serialize(context)).map_err(|e| template_error("render", &e, &self.source))
+    }
+
+    /// Renders `messages` (map values) with the rest of the context in `base`, and says where
+    /// each message begins in the output (`track`).
+    pub fn render_messages(&self, base: &[(String, Value)], messages: &[Value]) -> CtxResult<(String, Vec<usize>)> {
+        let t = self.env.get_template(NAME).map_err(|e| template_error("compile", &e, &self.source))?;
+        let tracked = track::TrackedMessages::new(messages);
+        let pairs = base.iter().filter(|(k, _)| k != "messages").cloned();
+        let ctx: Value = pairs.chain(std::iter::once(("messages".to_string(), tracked.values.clone()))).collect();
+        track::render_tracked(&t, ctx, &tracked).map_err(|e| template_error("render", &e, &self.source))
     }
 
     /// The names the template reads that it does not set itself (`messages`, `tools`, ...).

