@@ -44,7 +44,7 @@ INIT = PACKAGE_DIR / "__init__.py"
 
 #: The submodules ``ctxfast.<name>`` may load lazily, and those that exist today.
 ALLOWED_LAZY = {"openai", "anthropic", "langchain", "cli", "gemini", "chat"}
-EXISTING_LAZY = {"openai", "anthropic", "langchain", "cli", "gemini"}
+EXISTING_LAZY = {"openai", "anthropic", "chat", "langchain", "cli", "gemini"}
 
 
 # --------------------------------------------------------------------------------------------

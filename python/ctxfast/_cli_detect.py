@@ -41,13 +41,14 @@ _GEMINI_FIELDS = ("contents", "systemInstruction", "system_instruction", "genera
 _SHOWN = 2
 
 FORMAT_HELP = (
-    "openai, anthropic, responses or gemini. Default: detected from fields only one API defines. Anthropic: system "
+    "openai, anthropic, responses, gemini or chat. Default: detected from fields only one API defines. Anthropic: system "
     "at the top level, tool_use or tool_result blocks, tools with input_schema, a claude model. "
     "OpenAI: tool_calls, tool, system or developer messages, function tools, a gpt, o1, o3, o4 "
     "or chatgpt model, max_completion_tokens. Signals of both or of neither: an error asking for "
     "--format. responses: an OpenAI Responses API body (input, instructions, or a list of input "
     "items). gemini: a Gemini generateContent body (contents, systemInstruction; counts are "
-    "estimates)."
+    "estimates). chat: an open model's request (llama.cpp, vLLM, SGLang), counted as its rendered "
+    "chat template; needs --template and --tokenizer, and either one implies it."
 )
 
 
@@ -299,7 +300,7 @@ def payload_reserve(fmt: str, data: Any) -> tuple[int, str] | tuple[None, str]:
     OpenAI's ``max_completion_tokens`` supersedes its older ``max_tokens``; Anthropic's is
     ``max_tokens``; Responses' is ``max_output_tokens``, Gemini's ``generationConfig.maxOutputTokens``.
     A field of the wrong type raises ``Refusal``."""
-    keys = {"openai": ("max_completion_tokens", "max_tokens"), "responses": ("max_output_tokens",),
+    keys = {"openai": ("max_completion_tokens", "max_tokens"), "chat": ("max_completion_tokens", "max_tokens"), "responses": ("max_output_tokens",),
             "gemini": ("maxOutputTokens", "max_output_tokens")}.get(fmt, ("max_tokens",))
     source = data if isinstance(data, dict) else None
     if fmt == "gemini" and source is not None:

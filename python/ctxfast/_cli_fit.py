@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ctxfast import Budget, CtxfastError, Fit, Policy, Tokenizer, Unfittable
+from ctxfast import _cli_chat
 from ctxfast import _cli_io as io
 from ctxfast._cli_detect import (
     Detection,
@@ -40,6 +41,8 @@ class Options:
     output: str | None
     as_json: bool
     quiet: bool
+    template: str | None = None
+    tokenizer: str | None = None
 
 
 def _adapter_fit(fmt: str, data: Any, messages: Any, budget: Budget, policy: Policy, tok: Tokenizer) -> tuple[list[Any], Fit]:
@@ -115,7 +118,14 @@ def run(o: Options) -> None:
     bare = isinstance(data, list)
     native = native_format(data)
     found: Detection
-    if o.fmt in ("responses", "gemini") or (o.fmt is None and native is not None):
+    template = None
+    if _cli_chat.wanted(o.fmt, o.template, o.tokenizer):
+        found = Detection("chat", "--format") if o.fmt else Detection("chat", "detected", ["--template/--tokenizer"])
+        key = "messages"
+        messages = data if bare else data.get("messages") if isinstance(data, dict) else None
+        _check_shape(name, messages)
+        template, tok, encoding = _cli_chat.load(o.template, o.tokenizer)
+    elif o.fmt in ("responses", "gemini") or (o.fmt is None and native is not None):
         # Another API's body: its own adapter reads it (and names what is wrong with it).
         found = Detection(o.fmt, "--format") if o.fmt else Detection(native[0], "detected", [native[1]])  # type: ignore[index]
         key = "input" if found.name == "responses" else "contents"
@@ -134,8 +144,9 @@ def run(o: Options) -> None:
             found = detect(data, messages, o.fmt)
         except Refusal as e:
             io.fail(f"{name}: {e}")
-    encoding = choose_encoding(found.name, data, o.encoding)
-    tok = load_tokenizer(encoding.name)
+    if template is None:
+        encoding = choose_encoding(found.name, data, o.encoding)
+        tok = load_tokenizer(encoding.name)
     if o.reserve is not None:
         reserve, reserve_source, note = o.reserve, "--reserve", None
     else:
@@ -165,7 +176,10 @@ def run(o: Options) -> None:
     # With -o -, stdout carries the payload alone: everything else goes to stderr.
     console = io.err if o.output == "-" else io.out
     try:
-        fitted_messages, result = _adapter_fit(found.name, data, messages, budget, policy, tok)
+        if template is not None:
+            fitted_messages, result = _cli_chat.fit(data, messages, budget, policy, tok, template)
+        else:
+            fitted_messages, result = _adapter_fit(found.name, data, messages, budget, policy, tok)
     except Unfittable as e:
         _report_unfittable(e, o, name, console, facts, header, reserve, note)
     except CtxfastError as e:

@@ -37,6 +37,7 @@ __all__ = [
     "_fingerprint",
     "_fit_chat_fast",
     "_fit_records",
+    "_fit_template",
     "_framing",
     "_resolve_policy",
     "_resolve_tokenizer",
@@ -1032,8 +1033,14 @@ class Fit:
         """How many authoritative counts the fit made, however many rungs fired.
 
         This is 1, plus one each time a joined count (``separator=``) came out over the
-        ceiling and another rung had to run.
+        ceiling and another rung had to run. For ``chat.fit_messages`` it is the renders
+        counted: one (two with tool schemas, with and without them) to price the request, and
+        the same again for each check of what a fit kept.
         """
+    @property
+    def prompt(self) -> str | None:
+        """The prompt as the chat template rendered it, whose count is ``total``
+        (``chat.fit_messages``); None for the other fits."""
     @property
     def ledger(self) -> FitLedger:
         """Where the removed tokens went."""
@@ -1540,6 +1547,22 @@ def _fit_records(
     input_name: str = "messages",
 ) -> _Rebuild:
     """Counts, fits and returns what the adapter rebuilds from (private; the adapters' entry)."""
+
+def _fit_template(
+    template: ChatTemplate,
+    messages: list[Any],
+    layers: list[PromptLayer],
+    groups: list[str | None],
+    texts: list[str],
+    calls: Sequence[tuple[str, str | None] | None],
+    context: dict[str, Any],
+    budget: Budget,
+    policy: Policy | str | None = None,
+    tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    *,
+    input_name: str = "messages",
+) -> tuple[list[int], list[str], dict[int, str], Fit, list[tuple[int, str]]]:
+    """Fits an open model's request by its rendered chat template (private; ``chat.fit_messages``)."""
 
 def _fit_chat_fast(
     messages: Any,

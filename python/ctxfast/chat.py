@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ctxfast._core import Budget, ChatTemplate, Fit, Policy, Tokenizer, _fit_template
+from ctxfast._core import Budget, ChatTemplate, Fit, Policy, PromptLayer, Tokenizer, _fit_template
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast import _payload, _shapes
 
@@ -93,7 +93,11 @@ def _main_text(m: dict[str, Any], where: str) -> str:
     return ""
 
 
-def _read(messages: Sequence[Any], here: _payload.Cursor, pin_first_user: bool):
+def _read(
+    messages: Sequence[Any], here: _payload.Cursor, pin_first_user: bool
+) -> tuple[list[PromptLayer], list[str | None], list[str], list[tuple[str, str] | None]]:
+    """Per message: its layer, its exchange group, the text a rung may shorten and its first
+    tool call; after the shape checks and the call/result pairing check."""
     roles: list[str] = []
     calls: list[tuple[str, str] | None] = []
     links: list[_payload.ToolLink] = []

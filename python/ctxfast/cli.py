@@ -81,7 +81,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
                    "0 when it sets none); the trace's ceiling line says which.")
 @click.option("--policy", "policy_spec", default="agent", show_default=True, metavar="PRESET|FILE",
               help=f"A preset ({_PRESET_LIST}) or a policy TOML file.")
-@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "responses", "gemini"]), default=None, help=FORMAT_HELP)
+@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "responses", "gemini", "chat"]), default=None, help=FORMAT_HELP)
+@click.option("--template", default=None, metavar="PATH",
+              help="--format chat: the model's chat_template.jinja, tokenizer_config.json or model folder.")
+@click.option("--tokenizer", default=None, metavar="PATH",
+              help="--format chat: the model's tokenizer.json; the rendered prompt is counted with it, exactly.")
 @click.option("--encoding", default=None, metavar="NAME",
               help="Embedded encoding to count with (o200k_base, cl100k_base). Default: the "
                    "OpenAI model's own (cl100k_base for gpt-4 and gpt-3.5, o200k_base for "
@@ -92,15 +96,18 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 @click.option("--json", "as_json", is_flag=True, help="Print the trace as one JSON object (schema ctxfast.fit/1).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def fit_command(payload: str, window: int, reserve: int | None, policy_spec: str, fmt: str | None,
-                encoding: str | None, output: str | None, as_json: bool, quiet: bool) -> None:
+                template: str | None, tokenizer: str | None, encoding: str | None, output: str | None,
+                as_json: bool, quiet: bool) -> None:
     """Fit PAYLOAD (a chat request as JSON; - reads stdin) under --window minus --reserve.
 
     PAYLOAD is an OpenAI Chat Completions, OpenAI Responses, Anthropic Messages or Gemini
-    generateContent body, or a bare list of messages (items, contents). The trace says what was removed, by which rung, and why.
+    generateContent body, or a bare list of messages (items, contents). With --format chat
+    (--template, --tokenizer) it is an open model's chat request, counted as its rendered
+    chat template. The trace says what was removed, by which rung, and why.
     """
     from ctxfast._cli_fit import Options, run
 
-    run(Options(payload, window, reserve, policy_spec, fmt, encoding, output, as_json, quiet))
+    run(Options(payload, window, reserve, policy_spec, fmt, encoding, output, as_json, quiet, template, tokenizer))
 
 
 @cli.command(no_args_is_help=True)

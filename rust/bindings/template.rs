@@ -37,15 +37,21 @@ fn token_text(v: &Value) -> Option<String> {
     }
 }
 
-/// The template source of a `tokenizer_config.json` (one string, or a list of named templates:
-/// `name`, else "default") and its special tokens.
-fn from_config(text: &str, where_: &str, name: Option<&str>) -> PyResult<(String, Vec<(String, String)>)> {
+/// A `tokenizer_config.json`, parsed, and the special tokens it names.
+fn config_tokens(text: &str, where_: &str) -> PyResult<(Value, Vec<(String, String)>)> {
     let config: Value = serde_json::from_str(text)
         .map_err(|e| TokenizerLoadError::new_err(format!("{where_}: not JSON ({e})")))?;
     let special = SPECIAL
         .iter()
         .filter_map(|k| config.get(*k).and_then(token_text).map(|t| (k.to_string(), t)))
         .collect();
+    Ok((config, special))
+}
+
+/// The template source of a `tokenizer_config.json` (one string, or a list of named templates:
+/// `name`, else "default") and its special tokens.
+fn from_config(text: &str, where_: &str, name: Option<&str>) -> PyResult<(String, Vec<(String, String)>)> {
+    let (config, special) = config_tokens(text, where_)?;
     let source = match config.get("chat_template") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(list)) => {
@@ -128,7 +134,9 @@ impl ChatTemplate {
             let where_ = cfg.display().to_string();
             let text = read(&cfg)?;
             match &source {
-                Some(_) => special = from_config(&text, &where_, name).map(|(_, t)| t).unwrap_or_default(),
+                // A config without a template (the template is the .jinja file) still names
+                // the special tokens the template prints (`bos_token`).
+                Some(_) => special = config_tokens(&text, &where_)?.1,
                 None => (source, special) = from_config(&text, &where_, name).map(|(s, t)| (Some(s), t))?,
             }
         }

@@ -20,14 +20,16 @@ use super::outcome::Fit;
 use super::outcome_build::{build_fit, Originals, RecordMeta};
 use super::policy::policy_arg;
 use super::pyvalue::to_json;
-use super::records::{kept_order, tool_call};
+use super::records::tool_call;
 use super::template::ChatTemplate;
 use crate::engine::SegmentData;
 use crate::payload::rendered::{self, Request, HEAD, TOOLS};
+use crate::payload::rendered_plan::Sent;
 use crate::tokenize::specials::Splitter;
 
-/// `(order, digests, cuts, fit, control_tokens)`: as `_fit_records`, plus the messages whose
-/// content holds an added token, `(index, token)`.
+/// `(order, digests, cuts, fit, control_tokens)`: as `_fit_records` (a message whose `cuts`
+/// entry is set is sent with that content: shortened, or with digests merged into it), plus the
+/// messages whose content holds an added token, `(index, token)`.
 pub type TemplateRebuild = (Vec<i64>, Vec<String>, HashMap<usize, String>, Fit, Vec<(usize, String)>);
 
 fn list<'py>(obj: &Bound<'py, PyAny>, arg: &str) -> PyResult<Bound<'py, PyList>> {
@@ -135,7 +137,19 @@ pub fn _fit_template(
         let splitter = counter.as_ref().map_or(&none, |c| c.splitter());
         rendered::fit_rendered(req, budget_ref, policy_ref, src, splitter)
     })?;
-    let (order, cuts) = kept_order(&done.outcome, n);
+    let mut order = Vec::with_capacity(done.sent.len());
+    let mut cuts = HashMap::new();
+    for s in &done.sent {
+        match s {
+            Sent::Message { index, content } => {
+                order.push(i64::try_from(*index).unwrap_or(i64::MAX));
+                if let Some(text) = content {
+                    cuts.insert(*index, text.clone());
+                }
+            }
+            Sent::Digest { digest } => order.push(-i64::try_from(*digest).unwrap_or(i64::MAX) - 1),
+        }
+    }
     let digests = done.outcome.digests.iter().map(|d| d.text.clone()).collect();
     let mut metas: Vec<RecordMeta> = (0..n).map(RecordMeta::Index).collect();
     metas.push(RecordMeta::Fixed(HEAD.to_string()));

@@ -6,3 +6,4 @@
 pub mod chat;
 pub mod framing;
 pub mod rendered;
+pub mod rendered_plan;

@@ -22,6 +22,7 @@
 
 use minijinja::Value;
 
+use super::rendered_plan::{self, Sent};
 use crate::engine::{self, Budget, FitOutcome, InputNames, Kept, Layer, Policy, SegmentData, TokenSource};
 use crate::error::{CtxError, CtxResult};
 use crate::limits::{add_total, check_count};
@@ -55,6 +56,8 @@ pub struct Rendered {
     pub outcome: FitOutcome,
     pub segments: Vec<SegmentData>,
     pub prompt: String,
+    /// The messages sent, in order (`rendered_plan`).
+    pub sent: Vec<Sent>,
     /// Messages whose `content` holds one of the vocabulary's added tokens, with the first one
     /// found: the server will read it as a control token, not as text.
     pub control_tokens: Vec<(usize, String)>,
@@ -87,20 +90,38 @@ fn price(src: &dyn TokenSource, splitter: &Splitter, text: &str, starts: &[usize
     Ok(p)
 }
 
+/// When the template did not read the messages where it printed them, shares them out by their
+/// text instead. A template that copies the messages into a list of its own before printing it
+/// (mistral-common's templates merge consecutive messages first) reads every message up front, so
+/// most messages would be charged nothing, and the ladder would see nothing worth removing. Then
+/// each message is charged its content's count and an equal part of the framing that is left, and
+/// the check after the fit does the rest. A share of 0 for a message with text is the sign:
+/// trusted while at most a tenth of the messages (and at most one) show it.
+fn settle(p: Priced, contents: &[Option<&str>], src: &dyn TokenSource) -> CtxResult<Priced> {
+    let unread = p.shares.iter().zip(contents).filter(|(&s, c)| s == 0 && c.is_some_and(|t| !t.trim().is_empty())).count();
+    if unread <= 1 || unread * 10 <= p.shares.len() {
+        return Ok(p);
+    }
+    let counts = contents.iter().map(|c| c.map_or(Ok(0), |t| src.count(t))).collect::<CtxResult<Vec<usize>>>()?;
+    let messages = p.total.saturating_sub(p.head);
+    let text: usize = counts.iter().fold(0usize, |a, &c| a.saturating_add(c));
+    let (counts, head) = if text > messages {
+        // Texts the template does not print in full: scale down to what the messages cost.
+        let scaled: Vec<usize> = counts.iter().map(|&c| c.saturating_mul(messages) / text.max(1)).collect();
+        (scaled, p.head)
+    } else {
+        (counts, p.head)
+    };
+    let n = counts.len().max(1);
+    let left = messages.saturating_sub(counts.iter().fold(0usize, |a, &c| a.saturating_add(c)));
+    let (each, extra) = (left / n, left % n);
+    let shares: Vec<usize> = counts.iter().enumerate().map(|(i, &c)| c + each + usize::from(i < extra)).collect();
+    let total = shares.iter().fold(head, |a, &s| a.saturating_add(s));
+    Ok(Priced { total, head, shares })
+}
+
 fn to_value(json: &serde_json::Value) -> Value {
     Value::from_serialize(json)
-}
-
-fn with_content(message: &serde_json::Value, text: &str) -> Value {
-    let mut m = message.clone();
-    if let Some(obj) = m.as_object_mut() {
-        obj.insert("content".into(), serde_json::Value::String(text.to_string()));
-    }
-    to_value(&m)
-}
-
-fn digest_message(text: &str) -> Value {
-    to_value(&serde_json::json!({"role": "user", "content": text}))
 }
 
 impl Request<'_> {
@@ -144,9 +165,12 @@ pub fn fit_rendered(
     let full = req.context(true);
     let (sent, sent_starts) = req.template.render_messages(&full, &values)?;
     let sent_price = price(src, splitter, &sent, &sent_starts)?;
+    let printed: Vec<Option<String>> = req.messages.iter().map(|m| rendered_plan::printed(m, None)).collect();
+    let contents: Vec<Option<&str>> = printed.iter().map(|c| c.as_deref()).collect();
+    let sent_price = settle(sent_price, &contents, src)?;
     let (shares, head, tools) = if req.has_tools {
         let (bare, bare_starts) = req.template.render_messages(&req.context(false), &values)?;
-        let bare_price = price(src, splitter, &bare, &bare_starts)?;
+        let bare_price = settle(price(src, splitter, &bare, &bare_starts)?, &contents, src)?;
         let tools = sent_price.total.saturating_sub(bare_price.total);
         (bare_price.shares, bare_price.head, tools)
     } else {
@@ -183,104 +207,161 @@ pub fn fit_rendered(
     let refs: Vec<&SegmentData> = segments.iter().collect();
 
     let ceiling = budget.ceiling();
-    let mut lowered = 0usize;
+    // The ceiling the ladder is given: lowered when the kept render costs more than its shares,
+    // raised when it costs less (shares can over-charge; then the ladder removed too much).
+    let mut target = ceiling;
+    let (mut passed, mut failed) = (None::<usize>, None::<usize>);
+    let mut best: Option<Attempt> = None;
+    let mut merge = false;
     let mut renders = 1 + usize::from(req.has_tools);
-    for round in 0..ROUNDS {
+    for _ in 0..ROUNDS {
         src.interrupted()?;
-        let reserve = budget.reserve.saturating_add(lowered);
-        if reserve >= budget.window {
-            break;
-        }
-        let b = Budget { reserve, ..budget.clone() };
-        let mut out = engine::fit_named(&refs, &costs, &b, policy, src, None, framing, Some(&names))
-            .map_err(|e| restate(e, ceiling, lowered))?;
+        let b = Budget { window: target.saturating_add(budget.reserve), ..budget.clone() };
+        let out = match engine::fit_named(&refs, &costs, &b, policy, src, None, framing, Some(&names)) {
+            Ok(out) => out,
+            Err(_) if best.is_some() => break,
+            Err(e) => return Err(restate(e, ceiling, ceiling.saturating_sub(target))),
+        };
+        let believed = out.total;
         let untouched = out.removals.is_empty() && out.truncations.is_empty();
-        // The request as sent, and its shares (from the render without tools when it has them).
-        let (prompt, total, shared) = if untouched {
-            (sent.clone(), sent_price.total, Priced { total: sent_price.total.saturating_sub(tools), head, shares: shares.clone() })
+        let mut plan: Vec<Sent> = (0..n).map(|index| Sent::Message { index, content: None }).collect();
+        let (prompt, total, kept) = if untouched {
+            (sent.clone(), sent_price.total, None)
         } else {
-            let kept = kept_values(&out, &req.messages, &values);
-            let (text, starts) = req.template.render_messages(&full, &kept)?;
+            // Digests stand alone as user messages, unless the template refuses that (roles
+            // that must alternate): then, for this request, they join the user messages.
+            plan = rendered_plan::plan(&out, &req.messages, n, merge);
+            let mut kept = rendered_plan::values(&plan, &out, &req.messages, &values);
+            let mut rendered = req.template.render_messages(&full, &kept);
+            if rendered.is_err() && !merge && !out.digests.is_empty() {
+                merge = true;
+                plan = rendered_plan::plan(&out, &req.messages, n, merge);
+                kept = rendered_plan::values(&plan, &out, &req.messages, &values);
+                rendered = req.template.render_messages(&full, &kept);
+            }
+            let (text, starts) = rendered?;
             renders += 1;
-            let p = price(src, splitter, &text, &starts)?;
-            if p.total > ceiling {
-                if round + 1 < ROUNDS {
-                    lowered = lowered.saturating_add(p.total - ceiling);
-                    continue;
-                }
+            let priced = price(src, splitter, &text, &starts)?;
+            (text, priced.total, Some((kept, priced)))
+        };
+        if total <= ceiling {
+            passed = passed.max(Some(target));
+            let better = best.as_ref().is_none_or(|b| total > b.total);
+            if better {
+                best = Some(Attempt { out, plan, prompt, total, kept });
+            }
+            let slack = (ceiling / 100).max(8);
+            if untouched || !better || believed <= total.saturating_add(slack) {
                 break;
             }
-            let shared = if req.has_tools {
-                let (bare, bare_starts) = req.template.render_messages(&req.context(false), &kept)?;
-                renders += 1;
-                price(src, splitter, &bare, &bare_starts)?
-            } else {
-                Priced { total: p.total, head: p.head, shares: p.shares.clone() }
-            };
-            (text, p.total, shared)
-        };
-        restate_kept(&mut out, &mut segments, &shared, total, n, req.has_tools);
-        out.total = total;
-        out.ceiling = ceiling;
-        out.over_by = sent_price.total.saturating_sub(ceiling);
-        out.count_calls = renders;
-        return Ok(Rendered { outcome: out, segments, prompt, control_tokens });
+            target = target.saturating_add(believed - total);
+            if failed.is_some_and(|f| target >= f) {
+                target = (target.min(failed.unwrap_or(target)) + passed.unwrap_or(0)) / 2;
+            }
+        } else {
+            failed = Some(failed.map_or(target, |f| f.min(target)));
+            target = target.saturating_sub(total - ceiling);
+            if let Some(p) = passed {
+                if target <= p {
+                    break;
+                }
+            }
+        }
+        if target == 0 || passed.is_some_and(|p| target <= p) || failed.is_some_and(|f| target >= f) {
+            break;
+        }
     }
-    Err(CtxError::invalid(format!(
-        "the rendered request does not fit under the ceiling of {ceiling} tokens: after {ROUNDS} fits, each with the ceiling \
-         lowered by what the template's framing added, it is still over (lowered by {lowered} in all); raise the window \
-         or lower the reserve"
-    )))
+    let Some(a) = best else {
+        return Err(CtxError::invalid(format!(
+            "the rendered request does not fit under the ceiling of {ceiling} tokens: after {ROUNDS} fits, each with the \
+             ceiling lowered by what the template's framing added, it is still over; raise the window or lower the reserve"
+        )));
+    };
+    let Attempt { mut out, plan, prompt, total, kept } = a;
+    // The shares of what is sent, from the render without tools when it has them.
+    let shared = match kept {
+        None => Priced { total: sent_price.total.saturating_sub(tools), head, shares: shares.clone() },
+        Some((kept, priced)) => {
+            let contents = rendered_plan::contents(&plan, &out, &req.messages);
+            let contents: Vec<Option<&str>> = contents.iter().map(|c| c.as_deref()).collect();
+            let bare = if req.has_tools {
+                let (text, starts) = req.template.render_messages(&req.context(false), &kept)?;
+                renders += 1;
+                price(src, splitter, &text, &starts)?
+            } else {
+                priced
+            };
+            settle(bare, &contents, src)?
+        }
+    };
+    restate_kept(&mut out, &mut segments, &plan, &shared, total, n, req.has_tools);
+    out.total = total;
+    out.ceiling = ceiling;
+    out.over_by = sent_price.total.saturating_sub(ceiling);
+    out.count_calls = renders;
+    Ok(Rendered { outcome: out, segments, prompt, sent: plan, control_tokens })
 }
 
-/// The messages a fit keeps, as the template reads them: originals, shortened copies, digests.
-fn kept_values(out: &FitOutcome, messages: &[serde_json::Value], values: &[Value]) -> Vec<Value> {
-    let mut kept = Vec::with_capacity(out.kept.len());
-    for k in &out.kept {
-        match k {
-            Kept::Original(i) => {
-                if let Some(v) = values.get(*i) {
-                    kept.push(v.clone());
+/// A fit whose kept render was under the ceiling: the best one is sent.
+struct Attempt {
+    out: FitOutcome,
+    plan: Vec<Sent>,
+    prompt: String,
+    total: usize,
+    /// The kept messages as the template read them and their render's price (None: nothing
+    /// was removed).
+    kept: Option<(Vec<Value>, Priced)>,
+}
+
+/// Gives each message sent its share of the final render (`shared`: the render without tools
+/// when the request has them), the head its text before the first message and the schemas what
+/// they add (`total - shared.total`), so the kept tokens add up to `total`, what is sent. A
+/// digest merged into a user message is in that message's share, and states 0 of its own.
+fn restate_kept(
+    out: &mut FitOutcome,
+    segments: &mut [SegmentData],
+    sent: &[Sent],
+    shared: &Priced,
+    total: usize,
+    n: usize,
+    has_tools: bool,
+) {
+    let mut message_share = vec![None; n];
+    let mut digest_share = vec![0; out.digests.len()];
+    for (position, s) in sent.iter().enumerate() {
+        let share = shared.shares.get(position).copied().unwrap_or(0);
+        match s {
+            Sent::Message { index, .. } => {
+                if let Some(slot) = message_share.get_mut(*index) {
+                    *slot = Some(share);
                 }
             }
-            Kept::Truncated { index, text, .. } => {
-                if let Some(m) = messages.get(*index) {
-                    kept.push(with_content(m, text));
-                }
-            }
-            Kept::Digest { digest } => {
-                if let Some(d) = out.digests.get(*digest) {
-                    kept.push(digest_message(&d.text));
+            Sent::Digest { digest } => {
+                if let Some(slot) = digest_share.get_mut(*digest) {
+                    *slot = share;
                 }
             }
         }
     }
-    kept
-}
-
-/// Gives each kept message its share of the final render (`shared`, the render without tools
-/// when the request has them), the head its text before the first message and the schemas what
-/// they add (`total - shared.total`), so the kept tokens add up to `total`, what is sent.
-fn restate_kept(out: &mut FitOutcome, segments: &mut [SegmentData], shared: &Priced, total: usize, n: usize, has_tools: bool) {
-    let mut position = 0;
     for k in out.kept.iter_mut() {
-        let share = match k {
-            Kept::Original(i) | Kept::Truncated { index: i, .. } if *i >= n => continue,
-            _ => shared.shares.get(position).copied().unwrap_or(0),
-        };
-        position += 1;
         match k {
             Kept::Original(i) => {
-                if let Some(s) = segments.get_mut(*i) {
-                    s.tokens = Some(share);
+                if let (Some(s), Some(Some(share))) = (segments.get_mut(*i), message_share.get(*i)) {
+                    s.tokens = Some(*share);
                 }
             }
-            Kept::Truncated { tokens, .. } => *tokens = share,
-            Kept::Digest { digest } => {
-                if let Some(d) = out.digests.get_mut(*digest) {
-                    d.tokens = share;
+            Kept::Truncated { index, tokens, .. } => {
+                if let Some(Some(share)) = message_share.get(*index) {
+                    *tokens = *share;
                 }
             }
+            Kept::Digest { .. } => {}
+        }
+    }
+    let kept_digests: Vec<usize> = out.kept.iter().filter_map(|k| if let Kept::Digest { digest } = k { Some(*digest) } else { None }).collect();
+    for d in kept_digests {
+        if let (Some(rec), Some(&share)) = (out.digests.get_mut(d), digest_share.get(d)) {
+            rec.tokens = share;
         }
     }
     if let Some(h) = segments.get_mut(n) {

@@ -9,6 +9,7 @@
 //! - `tojson` writing exactly what Python's `json.dumps` writes (`pyjson`);
 //! - `raise_exception(message)`, an error naming the template's message;
 //! - `strftime_now(format)` on a fixed or the current date (`clock`);
+//! - jinja2's `int` and `float`, which turn what they cannot read into 0 (`pynum`);
 //! - maps in insertion order (MiniJinja's `preserve_order`), so tool schemas print as given;
 //! - values printed as Python's `str()` prints them (`pyrepr`: `{'a': True}`, `None`), and
 //!   jinja2's `indent` and `is iterable`.
@@ -18,6 +19,7 @@
 
 pub mod clock;
 pub mod pyjson;
+pub mod pynum;
 pub mod pyrepr;
 pub mod track;
 
@@ -160,6 +162,8 @@ impl ChatTemplate {
         env.add_filter("tojson", tojson);
         env.add_test("iterable", is_iterable);
         env.add_filter("indent", indent);
+        env.add_filter("int", pynum::int);
+        env.add_filter("float", pynum::float);
         // jinja2 prints a value with Python's str(): dicts and lists as their repr, True, None.
         env.set_formatter(|out, _state, value| {
             out.write_str(&pyrepr::str_of(value)?).map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write the render"))
