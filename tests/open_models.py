@@ -61,7 +61,84 @@ def qwen_tokenizer_json() -> Path:
     return target
 
 
+def tekken_tokenizer_json() -> Path:
+    """Mistral Nemo's tekken vocabulary (mistral-common's ``tekken_240718.json``) as a
+    tokenizer.json: its ranks through transformers' TikTokenConverter with tekken's pattern, and
+    its 1,000 control tokens (``[INST]``, ``[TOOL_CALLS]``...) as added tokens. The ids are offset
+    from tekken's (rank, not rank + 1,000), which no count sees."""
+    target = CACHE / "tekken_240718-tokenizer.json"
+    if target.is_file():
+        return target
+    import base64
+
+    import tokenizers
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    source = json.loads(Path(MISTRAL_TEKKEN()).read_text())
+    config = source["config"]
+    ranks = source["vocab"][: config["default_vocab_size"] - config["default_num_special_tokens"]]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    table = CACHE / "tekken_240718.tiktoken"
+    table.write_text("".join(f"{v['token_bytes']} {v['rank']}\n" for v in ranks))
+    tok = TikTokenConverter(vocab_file=str(table), pattern=config["pattern"]).converted()
+    tekken = MistralTokenizer.from_file(MISTRAL_TEKKEN()).instruct_tokenizer.tokenizer
+    specials = [tekken.id_to_piece(i) for i in range(tekken.num_special_tokens)]
+    tok.add_special_tokens([tokenizers.AddedToken(t, special=True, normalized=False) for t in specials])
+    partial = target.with_suffix(".tmp")
+    tok.save(str(partial))
+    partial.replace(target)
+    return target
+
+
+def MISTRAL_TEKKEN() -> str:  # noqa: N802 - a path, read from the installed mistral-common
+    import mistral_common
+
+    return str(Path(mistral_common.__file__).parent / "data" / "tekken_240718.json")
+
+
+def mistral_template() -> str:
+    """The chat template mistral-common generates for the tekken v3 tokenizer: its own
+    request layout as Jinja (system prompt and tools before the last user message)."""
+    from mistral_common.integrations.chat_templates.chat_templates import convert_tokenizer_to_chat_template
+
+    return convert_tokenizer_to_chat_template(MISTRAL_TEKKEN())
+
+
+def mistral_reference_count(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    """mistral-common's ``encode_chat_completion``: the reference for Mistral requests."""
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+
+    tokenizer = _mistral_tokenizer()
+    return len(tokenizer.encode_chat_completion(ChatCompletionRequest(messages=messages, tools=tools)).tokens)
+
+
+@lru_cache(maxsize=None)
+def _mistral_tokenizer() -> Any:
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    return MistralTokenizer.from_file(MISTRAL_TEKKEN())
+
+
+def mistral_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The session with Mistral's tool-call ids (nine letters and digits)."""
+    def nine(raw: str) -> str:
+        return f"c{int(raw.split('_')[1]):08d}"
+
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [{**c, "id": nine(c["id"])} for c in m["tool_calls"]]
+        if m.get("tool_call_id"):
+            m["tool_call_id"] = nine(m["tool_call_id"])
+        out.append(m)
+    return out
+
+
 def tokenizer_json(family: str) -> Path:
+    if family == "mistral":
+        return tekken_tokenizer_json()
     return qwen_tokenizer_json() if family.startswith("qwen") else llama_tokenizer_json()
 
 

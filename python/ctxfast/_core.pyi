@@ -40,6 +40,7 @@ __all__ = [
     "_fit_template",
     "_framing",
     "_resolve_policy",
+    "_reusable_prefix",
     "_resolve_tokenizer",
     "__version__",
     "approximate_tokens",
@@ -169,6 +170,9 @@ class CacheInfo:
     def __eq__(self, other: object, /) -> bool:
         """True when ``other`` is a ``CacheInfo`` with the same four fields."""
 
+#: How a special-token string in a text counts (``Tokenizer(special_tokens=...)``).
+_SpecialTokens = Literal["text", "matched"]
+
 @final
 class Tokenizer:
     """An exact, thread-safe token counter with a bounded per-unit count cache.
@@ -178,9 +182,12 @@ class Tokenizer:
     real vocabulary: they raise ``UnsupportedOperationError`` for ``approximate()`` and
     ``from_callable()`` tokenizers.
 
-    The embedded OpenAI encodings count special-token text such as ``<|endoftext|>`` as plain
-    text, like tiktoken's ``encode_ordinary``. Their ids are identical to tiktoken's, and
-    ``decode`` turns a special id back into its text, as tiktoken does.
+    Special-token text in a text (``<|endoftext|>``, a Llama ``<|eot_id|>`` typed by a user)
+    counts as plain text by default on every engine (``special_tokens="text"``), like
+    tiktoken's ``encode_ordinary`` and mistral-common; ``special_tokens="matched"`` counts each
+    as its one control token, as the ``tokenizers`` package does. The embedded encodings' ids
+    are identical to tiktoken's, and ``decode`` turns a special id back into its text, as
+    tiktoken does.
 
     A surrogate pair in a ``str`` (``"\\ud83d\\udc4d"`` built by hand) is joined into its
     character, as tiktoken does; a lone surrogate raises ``TextEncodingError``.
@@ -192,7 +199,7 @@ class Tokenizer:
     """
 
     @staticmethod
-    def default(*, cache_capacity: int | None = None) -> Tokenizer:
+    def default(*, cache_capacity: int | None = None, special_tokens: _SpecialTokens | None = None) -> Tokenizer:
         """The embedded ``o200k_base`` encoding: no network, no files.
 
         Args:
@@ -207,7 +214,7 @@ class Tokenizer:
             ArgumentTypeError: ``cache_capacity`` is not an int.
         """
     @staticmethod
-    def from_encoding(name: str, *, cache_capacity: int | None = None) -> Tokenizer:
+    def from_encoding(name: str, *, cache_capacity: int | None = None, special_tokens: _SpecialTokens | None = None) -> Tokenizer:
         """An encoding embedded in the wheel: ``"o200k_base"`` or ``"cl100k_base"``.
 
         Args:
@@ -223,7 +230,7 @@ class Tokenizer:
             ArgumentTypeError: ``name`` is not a str, or ``cache_capacity`` is not an int.
         """
     @staticmethod
-    def for_model(model: str, *, cache_capacity: int | None = None) -> Tokenizer:
+    def for_model(model: str, *, cache_capacity: int | None = None, special_tokens: _SpecialTokens | None = None) -> Tokenizer:
         """The embedded encoding an OpenAI model counts with, by tiktoken's model table.
 
         o200k_base for gpt-4o, chatgpt-4o, gpt-4.1, gpt-4.5, gpt-5, gpt-oss and the o-series
@@ -248,15 +255,31 @@ class Tokenizer:
             ArgumentTypeError: ``model`` is not a str, or ``cache_capacity`` is not an int.
         """
     @staticmethod
-    def from_file(path: str | PathLike[str], *, cache_capacity: int | None = None) -> Tokenizer:
+    def from_file(
+        path: str | PathLike[str],
+        *,
+        cache_capacity: int | None = None,
+        special_tokens: _SpecialTokens | None = None,
+        as_written: bool = False,
+    ) -> Tokenizer:
         """A Hugging Face ``tokenizer.json`` file (Llama, Qwen, Mistral, ...).
 
+        ``special_tokens="text"`` (the default on every engine) counts a special-token string
+        in a text (``<|eot_id|>`` typed by a user) as text; ``"matched"`` as its control token, as
+        the ``tokenizers`` package does. A byte-level vocabulary whose merges cannot reach some of
+        its tokens (Llama 3's file as often packaged, ``ignore_merges: false``) is loaded with
+        ``ignore_merges: true``, as Meta's encoder behaves; ``adjustments`` says so, and
+        ``as_written=True`` keeps the file's setting.
+
         Truncation and padding settings in the file are switched off, because a counter must
-        see every token. Added tokens are matched as the file defines them.
+        see every token. Added tokens that are not special (``special: false``) are always
+        matched, as the file defines them.
 
         Args:
             path: The file's path.
             cache_capacity: Entries in this tokenizer's own count cache (default 65,536).
+            special_tokens: ``"text"`` (default) or ``"matched"``.
+            as_written: Load the file exactly as written (no ``ignore_merges`` fix).
 
         Returns:
             A tokenizer named ``"huggingface:<model kind>"``, e.g. ``"huggingface:bpe"``.
@@ -268,7 +291,9 @@ class Tokenizer:
             ArgumentTypeError: ``path`` is not a str or ``os.PathLike``.
         """
     @staticmethod
-    def from_json(text: str, *, cache_capacity: int | None = None) -> Tokenizer:
+    def from_json(
+        text: str, *, cache_capacity: int | None = None, special_tokens: _SpecialTokens | None = None, as_written: bool = False
+    ) -> Tokenizer:
         """A Hugging Face tokenizer from the text of its ``tokenizer.json``.
 
         Args:
@@ -283,7 +308,9 @@ class Tokenizer:
             ArgumentTypeError: ``text`` is not a str.
         """
     @staticmethod
-    def from_hf(obj: Any, *, cache_capacity: int | None = None) -> Tokenizer:
+    def from_hf(
+        obj: Any, *, cache_capacity: int | None = None, special_tokens: _SpecialTokens | None = None, as_written: bool = False
+    ) -> Tokenizer:
         """A ``tokenizers.Tokenizer``, serialised into the core once.
 
         Counting then makes no Python call: the same engine as ``from_json(obj.to_str())``.
@@ -463,6 +490,16 @@ class Tokenizer:
     def eot_token(self) -> int | None:
         """tiktoken's ``eot_token``, the id of ``<|endoftext|>`` (cl100k_base 100257,
         o200k_base 199999); None for tokenizers other than the embedded encodings."""
+    @property
+    def special_tokens(self) -> _SpecialTokens:
+        """How a special-token string in a text counts: ``"text"`` (the default) or ``"matched"``."""
+    @property
+    def adjustments(self) -> list[str]:
+        """What loading changed in the vocabulary's file, in words (empty: nothing)."""
+    def special_tokens_in(self, text: str) -> list[str]:
+        """The vocabulary's control-token strings found in ``text``, each once, in order of first
+        appearance: ``<|eot_id|>`` in a user message is read as an end of turn by a server that
+        renders it into a prompt."""
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickles as the recipe, not the tables; the cache starts empty on the other side."""
     @staticmethod
@@ -1563,6 +1600,10 @@ def _fit_template(
     input_name: str = "messages",
 ) -> tuple[list[int], list[str], dict[int, str], Fit, list[tuple[int, str]]]:
     """Fits an open model's request by its rendered chat template (private; ``chat.fit_messages``)."""
+
+def _reusable_prefix(previous: str, current: str, tokenizer: Tokenizer | Callable[[str], int]) -> int:
+    """Tokens two rendered prompts share from their start: what a server's prompt cache reuses
+    from ``previous`` when ``current`` is sent (private; ``chat.reusable_prefix``)."""
 
 def _fit_chat_fast(
     messages: Any,

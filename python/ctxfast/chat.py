@@ -40,11 +40,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ctxfast._core import Budget, ChatTemplate, Fit, Policy, PromptLayer, Tokenizer, _fit_template
+from ctxfast._core import Budget, ChatTemplate, Fit, Policy, PromptLayer, Tokenizer, _fit_template, _reusable_prefix
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast import _payload, _shapes
 
-__all__ = ["fit_messages", "ROLES"]
+__all__ = ["fit_messages", "reusable_prefix", "ROLES"]
 
 #: The roles read. ``developer`` is read as ``system``; templates see it as the caller wrote it.
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -214,3 +214,22 @@ def fit_messages(
         )
         _payload.log_fit(len(messages), len(out), result)
         return out, result
+
+
+def reusable_prefix(previous: Fit | str, current: Fit | str, tokenizer: Tokenizer) -> int:
+    """Tokens of ``current``'s prompt that a server's prompt cache (llama.cpp's ``cache_prompt``,
+    vLLM's and SGLang's prefix caching) reuses from ``previous``: their common prefix, in tokens.
+    Each is a ``Fit`` from ``fit_messages`` (its ``prompt``) or a rendered prompt. The rest of
+    ``current`` is re-prefilled: for Mistral, whose template prints the system prompt and the
+    tools just before the last user message, that is most of them, every turn."""
+
+    def prompt(value: Fit | str, name: str) -> str:
+        if isinstance(value, Fit):
+            if value.prompt is None:
+                raise InvalidArgumentError(f"argument {name!r} is a Fit without a prompt: pass one from chat.fit_messages")
+            return value.prompt
+        if isinstance(value, str):
+            return value
+        raise ArgumentTypeError(f"argument {name!r} must be a Fit or a str, not {type(value).__name__}")
+
+    return _reusable_prefix(prompt(previous, "previous"), prompt(current, "current"), tokenizer)

@@ -64,7 +64,7 @@ mod _core {
     #[pymodule_export]
     use super::chat_fast::_fit_chat_fast;
     #[pymodule_export]
-    use super::template_fit::_fit_template;
+    use super::template_fit::{_fit_template, _reusable_prefix};
     #[pymodule_export]
     use super::fingerprint::_fingerprint;
     #[pymodule_export]

@@ -24,6 +24,7 @@ use super::records::tool_call;
 use super::template::ChatTemplate;
 use crate::engine::SegmentData;
 use crate::payload::rendered::{self, Request, HEAD, TOOLS};
+use crate::payload::prefix;
 use crate::payload::rendered_plan::Sent;
 use crate::tokenize::specials::Splitter;
 
@@ -161,4 +162,20 @@ pub fn _fit_template(
     let mut fit = build_fit(py, originals, policy_ref, tok.counter_id(), done.outcome)?;
     fit.prompt = Some(done.prompt);
     Ok((order, digests, cuts, fit, done.control_tokens))
+}
+
+/// Tokens two rendered prompts share from their start: what a server's prompt cache reuses
+/// from `previous` when `current` is sent (private; `chat.reusable_prefix`).
+#[pyfunction]
+pub fn _reusable_prefix(py: Python<'_>, previous: &Bound<'_, PyAny>, current: &Bound<'_, PyAny>, tokenizer: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let (previous, current) = (args::text(previous, "previous")?.to_string(), args::text(current, "current")?.to_string());
+    let tok = resolve_tokenizer(py, Some(tokenizer))?;
+    let Some(counter) = tok.get().native_counter().cloned() else {
+        return Err(crate::error::CtxError::Unsupported(
+            "reusable_prefix needs a Tokenizer (it compares token ids), not a callable".into(),
+        )
+        .into());
+    };
+    let size = previous.len().saturating_add(current.len());
+    Ok(super::gil::run(py, super::gil::Work::Bytes(size), || prefix::reusable_prefix(&counter, &previous, &current))?)
 }

@@ -14,6 +14,7 @@ use super::errors::{file_error, FileKind, InvalidArgumentError, TokenizerLoadErr
 use super::gil::{self, Work};
 use super::tokenizer_batch::{in_batches, joined_items};
 use crate::cache::{CountCache, DEFAULT_CAPACITY};
+use crate::tokenize::specials::SpecialTokens;
 use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
 
 /// An exact, thread-safe token counter with a bounded per-unit count cache.
@@ -25,6 +26,14 @@ pub struct Tokenizer {
     pub(super) backend: Backend,
 }
 
+/// The `special_tokens` argument: `"text"` (None) or `"matched"`.
+fn special_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<SpecialTokens> {
+    match obj.filter(|o| !o.is_none()) {
+        None => Ok(SpecialTokens::Text),
+        Some(o) => Ok(SpecialTokens::from_name(args::text(o, "special_tokens")?)?),
+    }
+}
+
 fn capacity_or_default(obj: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
     Ok(args::opt_count(obj, "cache_capacity")?.unwrap_or(DEFAULT_CAPACITY))
 }
@@ -33,56 +42,67 @@ fn capacity_or_default(obj: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
 impl Tokenizer {
     /// The embedded `o200k_base` encoding: no network, no files.
     #[staticmethod]
-    #[pyo3(signature = (*, cache_capacity=None))]
-    fn default(cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (*, cache_capacity=None, special_tokens=None))]
+    fn default(cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let cap = args::opt_count(cache_capacity, "cache_capacity")?;
-        let c = TokenCounter::from_encoding_name("o200k_base", cap)?;
+        let c = TokenCounter::from_encoding_special("o200k_base", cap, special_arg(special_tokens)?)?;
         Ok(Self { backend: Backend::Native(c) })
     }
 
     /// An encoding embedded in the wheel: `"o200k_base"` or `"cl100k_base"`.
     #[staticmethod]
-    #[pyo3(signature = (name, *, cache_capacity=None))]
+    #[pyo3(signature = (name, *, cache_capacity=None, special_tokens=None))]
     fn from_encoding(
         name: &Bound<'_, PyAny>,
         cache_capacity: Option<&Bound<'_, PyAny>>,
+        special_tokens: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let name = args::text(name, "name")?;
         let cap = args::opt_count(cache_capacity, "cache_capacity")?;
-        let c = TokenCounter::from_encoding_name(name, cap)?;
+        let c = TokenCounter::from_encoding_special(name, cap, special_arg(special_tokens)?)?;
         Ok(Self { backend: Backend::Native(c) })
     }
 
     /// The embedded encoding an OpenAI model counts with, by tiktoken's model table.
     #[staticmethod]
-    #[pyo3(signature = (model, *, cache_capacity=None))]
-    fn for_model(model: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (model, *, cache_capacity=None, special_tokens=None))]
+    fn for_model(model: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let model = args::text(model, "model")?;
         let cap = args::opt_count(cache_capacity, "cache_capacity")?;
-        Ok(Self::from_counter(TokenCounter::from_model(model, cap)?))
+        let name = tokenize::require_encoding_for_model(model)?.name();
+        Ok(Self::from_counter(TokenCounter::from_encoding_special(name, cap, special_arg(special_tokens)?)?))
     }
 
     /// A Hugging Face `tokenizer.json` file (Llama, Qwen, Mistral, ...).
+    ///
+    /// `special_tokens=None` (the default on every engine) counts a special-token string
+    /// in a text (`<|eot_id|>` typed by a user) as text; `"matched"` as its control token, as
+    /// the `tokenizers` package does. A byte-level vocabulary whose merges cannot reach some of
+    /// its tokens (Llama 3's file as often packaged, `ignore_merges: false`) is loaded with
+    /// `ignore_merges: true`, as Meta's encoder behaves; `adjustments` says so, and
+    /// `as_written=True` keeps the file's setting.
     #[staticmethod]
-    #[pyo3(signature = (path, *, cache_capacity=None))]
-    fn from_file(path: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, cache_capacity=None, special_tokens=None, as_written=false))]
+    fn from_file(path: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool) -> PyResult<Self> {
         let py = path.py();
         let p = args::path(path, "path")?;
         let cap = capacity_or_default(cache_capacity)?;
+        let special = special_arg(special_tokens)?;
         let json = std::fs::read_to_string(&p).map_err(|e| file_error(&p, &e, FileKind::Tokenizer))?;
-        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json(&json, cap))
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(&json, cap, special, as_written))
             .map_err(|e| TokenizerLoadError::new_err(format!("{p:?}: {e}")))?;
         Ok(Self::native(c))
     }
 
     /// A Hugging Face tokenizer from the text of its `tokenizer.json`.
     #[staticmethod]
-    #[pyo3(signature = (text, *, cache_capacity=None))]
-    fn from_json(text: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (text, *, cache_capacity=None, special_tokens=None, as_written=false))]
+    fn from_json(text: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool) -> PyResult<Self> {
         let py = text.py();
         let json = args::text(text, "text")?;
         let cap = capacity_or_default(cache_capacity)?;
-        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json(json, cap))?;
+        let special = special_arg(special_tokens)?;
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(json, cap, special, as_written))?;
         Ok(Self::native(c))
     }
 
@@ -90,12 +110,12 @@ impl Tokenizer {
     ///
     /// Counting then makes no Python call.
     #[staticmethod]
-    #[pyo3(signature = (obj, *, cache_capacity=None))]
-    fn from_hf(obj: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (obj, *, cache_capacity=None, special_tokens=None, as_written=false))]
+    fn from_hf(obj: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool) -> PyResult<Self> {
         let json = obj
             .call_method0("to_str")
             .map_err(|_| args::wrong_type(obj, "obj", "a tokenizers.Tokenizer"))?;
-        Self::from_json(&json, cache_capacity)
+        Self::from_json(&json, cache_capacity, special_tokens, as_written)
     }
 
     /// An estimate, `ceil(characters / chars_per_token)`: for logs, never for a boundary.
@@ -273,6 +293,26 @@ impl Tokenizer {
         self.native_counter().and_then(|c| c.eot_token())
     }
 
+    /// How a special-token string in a text counts: `"text"` (the default) or `"matched"`.
+    #[getter]
+    fn special_tokens(&self) -> &'static str {
+        self.native_counter().map_or("text", |c| c.special().name())
+    }
+
+    /// What loading changed in the vocabulary's file, in words (empty: nothing).
+    #[getter]
+    fn adjustments(&self) -> Vec<String> {
+        self.native_counter().map(|c| c.adjustments()).unwrap_or_default()
+    }
+
+    /// The vocabulary's control-token strings found in `text`, each once, in order of first
+    /// appearance: `<|eot_id|>` in a user message is read as an end of turn by a server that
+    /// renders it into a prompt.
+    fn special_tokens_in(&self, text: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let text = args::text(text, "text")?;
+        Ok(self.native_counter().map(|c| c.splitter().found(text).into_iter().map(str::to_string).collect()).unwrap_or_default())
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("Tokenizer({})", self.name(py))
     }
@@ -285,23 +325,24 @@ impl Tokenizer {
         let state: Bound<'py, PyTuple> = match &me.backend {
             Backend::Native(c) => {
                 let cap = c.cache_info().capacity;
+                let special = c.special().name();
                 match c.engine() {
                     Engine::Tiktoken(e) => {
                         let shared = Arc::ptr_eq(c, &TokenCounter::shared(*e));
                         let cap: Option<usize> = if shared { None } else { Some(cap) };
-                        ("encoding", e.name(), cap).into_pyobject(py)?
+                        ("encoding", e.name(), cap, special).into_pyobject(py)?
                     }
                     Engine::HuggingFace(_) => {
                         let json = c.hf_json()?.unwrap_or_default();
-                        ("huggingface", json, Some(cap)).into_pyobject(py)?
+                        ("huggingface", json, Some(cap), special).into_pyobject(py)?
                     }
                     Engine::Approximate { chars_per_token } => {
-                        ("approximate", *chars_per_token, Some(cap)).into_pyobject(py)?
+                        ("approximate", *chars_per_token, Some(cap), special).into_pyobject(py)?
                     }
                 }
             }
             Backend::Callable { func, cache, .. } => {
-                ("callable", func.clone_ref(py), Some(cache.info().capacity)).into_pyobject(py)?
+                ("callable", func.clone_ref(py), Some(cache.info().capacity), "text").into_pyobject(py)?
             }
         };
         Ok((restore, PyTuple::new(py, [state])?))
@@ -314,9 +355,13 @@ impl Tokenizer {
         let payload = state.get_item(1)?;
         let cap = state.get_item(2)?;
         let cap = Some(&cap);
+        // Recipes from before special_tokens existed have three items: those counted as text.
+        let special = if state.len() > 3 { Some(state.get_item(3)?) } else { None };
+        let special = special.as_ref();
         match kind.as_str() {
-            "encoding" => Self::from_encoding(&payload, cap),
-            "huggingface" => Self::from_json(&payload, cap),
+            "encoding" => Self::from_encoding(&payload, cap, special),
+            // The file was adjusted, if at all, when it was first loaded: it is restored as it is.
+            "huggingface" => Self::from_json(&payload, cap, special, true),
             "approximate" => Self::approximate(Some(&payload), cap),
             "callable" => Self::from_callable(&payload, cap),
             other => Err(InvalidArgumentError::new_err(format!("unknown tokenizer state {other:?}"))),

@@ -5,5 +5,6 @@
 
 pub mod chat;
 pub mod framing;
+pub mod prefix;
 pub mod rendered;
 pub mod rendered_plan;

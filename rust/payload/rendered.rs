@@ -73,8 +73,14 @@ struct Priced {
 fn price(src: &dyn TokenSource, splitter: &Splitter, text: &str, starts: &[usize]) -> CtxResult<Priced> {
     let mut p = Priced { total: 0, head: 0, shares: vec![0; starts.len()] };
     let mut started = 0; // how many messages begin at or before the current piece
-    for (a, b) in splitter.pieces(text) {
-        let n = check_count(src.count(text.get(a..b).unwrap_or(""))?, "a piece of the rendered prompt")?;
+    for piece in splitter.marked(text) {
+        let a = piece.start;
+        // A control token is one token, as the server reads its own render, whatever the
+        // tokenizer's setting for special-token strings in plain text.
+        let n = match piece.token {
+            Some(_) => 1,
+            None => check_count(src.count(text.get(a..piece.end).unwrap_or(""))?, "a piece of the rendered prompt")?,
+        };
         p.total = add_total(p.total, n, "the rendered prompt")?;
         while started < starts.len() && starts[started] <= a {
             started += 1;

@@ -2,23 +2,42 @@
 
 use tokenizers::Tokenizer;
 
+use super::specials::SpecialTokens;
 use crate::error::{CtxError, CtxResult};
 
 pub struct HfEngine {
     tokenizer: Tokenizer,
+    notes: Vec<String>,
 }
 
 impl HfEngine {
     pub fn from_json(json: &str) -> CtxResult<Self> {
-        let mut tokenizer = Tokenizer::from_bytes(json.as_bytes())
+        Self::from_json_with(json, SpecialTokens::Text, false)
+    }
+
+    /// `special`: whether special-token strings in a text count as text (the tokenizers crate's
+    /// `encode_special_tokens`) or as their tokens; `as_written`: no `hf_adjust` fix.
+    pub fn from_json_with(json: &str, special: SpecialTokens, as_written: bool) -> CtxResult<Self> {
+        let fixed = if as_written { None } else { super::hf_adjust::adjusted(json)? };
+        let (text, notes) = match &fixed {
+            Some((text, note)) => (text.as_str(), vec![note.clone()]),
+            None => (json, Vec::new()),
+        };
+        let mut tokenizer = Tokenizer::from_bytes(text.as_bytes())
             .map_err(|e| CtxError::TokenizerLoad(format!("not a valid tokenizer.json: {e}")))?;
+        tokenizer.set_encode_special_tokens(special == SpecialTokens::Text);
         // A tokenizer.json may carry truncation or padding for model input; a counter must see
         // every token of the text and nothing else.
         tokenizer
             .with_truncation(None)
             .map_err(|e| CtxError::TokenizerLoad(format!("cannot disable truncation: {e}")))?;
         tokenizer.with_padding(None);
-        Ok(Self { tokenizer })
+        Ok(Self { tokenizer, notes })
+    }
+
+    /// What loading changed in the file, in words.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     pub fn model_kind(&self) -> &'static str {

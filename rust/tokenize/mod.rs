@@ -5,6 +5,7 @@
 //! per-unit count cache.
 
 mod approximate;
+mod hf_adjust;
 mod huggingface;
 pub mod join;
 mod models;
@@ -43,6 +44,7 @@ pub struct TokenCounter {
     engine: Engine,
     cache: CountCache,
     id: u64,
+    special: specials::SpecialTokens,
     splitter: OnceLock<specials::Splitter>,
 }
 
@@ -55,7 +57,24 @@ pub fn next_counter_id() -> u64 {
 
 impl TokenCounter {
     pub fn new(engine: Engine, cache_capacity: usize) -> Self {
-        Self { engine, cache: CountCache::new(cache_capacity), id: next_counter_id(), splitter: OnceLock::new() }
+        Self::with_special(engine, cache_capacity, specials::SpecialTokens::Text)
+    }
+
+    /// A counter that reads special-token strings as `special` says (`specials::SpecialTokens`;
+    /// a tokenizer.json engine must have been built with the same setting).
+    pub fn with_special(engine: Engine, cache_capacity: usize, special: specials::SpecialTokens) -> Self {
+        Self { engine, cache: CountCache::new(cache_capacity), id: next_counter_id(), special, splitter: OnceLock::new() }
+    }
+
+    pub fn special(&self) -> specials::SpecialTokens {
+        self.special
+    }
+
+    fn matched_tiktoken(&self) -> Option<Encoding> {
+        match (&self.engine, self.special) {
+            (Engine::Tiktoken(e), specials::SpecialTokens::Matched) => Some(*e),
+            _ => None,
+        }
     }
 
     pub fn id(&self) -> u64 {
@@ -76,10 +95,16 @@ impl TokenCounter {
     }
 
     pub fn from_encoding_name(name: &str, cache_capacity: Option<usize>) -> CtxResult<Arc<Self>> {
+        Self::from_encoding_special(name, cache_capacity, specials::SpecialTokens::Text)
+    }
+
+    /// An embedded encoding; the shared counter unless a cache size or matched special tokens
+    /// make it a private one.
+    pub fn from_encoding_special(name: &str, cache_capacity: Option<usize>, special: specials::SpecialTokens) -> CtxResult<Arc<Self>> {
         let encoding = Encoding::from_name(name)?;
-        Ok(match cache_capacity {
-            None => Self::shared(encoding),
-            Some(cap) => Arc::new(Self::new(Engine::Tiktoken(encoding), cap)),
+        Ok(match (cache_capacity, special) {
+            (None, specials::SpecialTokens::Text) => Self::shared(encoding),
+            (cap, _) => Arc::new(Self::with_special(Engine::Tiktoken(encoding), cap.unwrap_or(DEFAULT_CAPACITY), special)),
         })
     }
 
@@ -89,8 +114,22 @@ impl TokenCounter {
     }
 
     pub fn from_hf_json(json: &str, cache_capacity: usize) -> CtxResult<Self> {
-        let engine = huggingface::HfEngine::from_json(json)?;
-        Ok(Self::new(Engine::HuggingFace(Box::new(engine)), cache_capacity))
+        Self::from_hf_json_with(json, cache_capacity, specials::SpecialTokens::Text, false)
+    }
+
+    /// A tokenizer.json engine: `special` as for every counter; `as_written` keeps the file's
+    /// `ignore_merges` even where it loses tokens (see `huggingface::adjusted`).
+    pub fn from_hf_json_with(json: &str, cache_capacity: usize, special: specials::SpecialTokens, as_written: bool) -> CtxResult<Self> {
+        let engine = huggingface::HfEngine::from_json_with(json, special, as_written)?;
+        Ok(Self::with_special(Engine::HuggingFace(Box::new(engine)), cache_capacity, special))
+    }
+
+    /// What loading changed in the vocabulary's file, in words (empty: nothing).
+    pub fn adjustments(&self) -> Vec<String> {
+        match &self.engine {
+            Engine::HuggingFace(hf) => hf.notes().to_vec(),
+            _ => Vec::new(),
+        }
     }
 
     pub fn approximate(chars_per_token: f64, cache_capacity: usize) -> CtxResult<Self> {
@@ -98,12 +137,14 @@ impl TokenCounter {
         Ok(Self::new(Engine::Approximate { chars_per_token }, cache_capacity))
     }
 
-    /// Where this vocabulary's counts split exactly (its added tokens, for a tokenizer.json);
-    /// the embedded encodings read special-token strings as text, so nothing splits there.
+    /// The vocabulary's control tokens, where a rendered prompt's count splits exactly: a
+    /// tokenizer.json's added tokens (those that match as written), an embedded encoding's
+    /// special tokens.
     pub fn splitter(&self) -> &specials::Splitter {
         self.splitter.get_or_init(|| match &self.engine {
             Engine::HuggingFace(hf) => specials::Splitter::new(&hf.split_tokens()),
-            _ => specials::Splitter::none(),
+            Engine::Tiktoken(e) => specials::Splitter::new(&e.special_texts()),
+            Engine::Approximate { .. } => specials::Splitter::none(),
         })
     }
 
@@ -127,6 +168,9 @@ impl TokenCounter {
 
     /// Exact count straight from the engine, neither reading nor filling the cache.
     pub fn count_uncached(&self, text: &str) -> CtxResult<usize> {
+        if let Some(e) = self.matched_tiktoken() {
+            return Ok(e.count_matched(text, self.splitter()));
+        }
         match &self.engine {
             Engine::Tiktoken(e) => Ok(e.count(text)),
             Engine::HuggingFace(hf) => hf.count(text),
@@ -142,7 +186,7 @@ impl TokenCounter {
     /// count it whole.
     pub fn count_interruptible(&self, text: &str, use_cache: bool, between: &dyn Fn() -> CtxResult<()>) -> CtxResult<usize> {
         let Engine::Tiktoken(e) = &self.engine else { return self.count_with(text, use_cache) };
-        if text.len() < INTERRUPT_CHUNK_BYTES {
+        if text.len() < INTERRUPT_CHUNK_BYTES || self.matched_tiktoken().is_some() {
             return self.count_with(text, use_cache);
         }
         let pieces = |t: &str| -> CtxResult<usize> {
@@ -240,6 +284,9 @@ impl TokenCounter {
     }
 
     pub fn encode(&self, text: &str) -> CtxResult<Vec<u32>> {
+        if let Some(e) = self.matched_tiktoken() {
+            return Ok(e.encode_matched(text, self.splitter()));
+        }
         match &self.engine {
             Engine::Tiktoken(e) => Ok(e.tokenizer().encode(text)),
             Engine::HuggingFace(hf) => hf.encode(text),
@@ -273,6 +320,7 @@ impl TokenCounter {
     pub fn truncate<'a>(&self, text: &'a str, max_tokens: usize) -> CtxResult<&'a str> {
         // Candidate cut points, ascending: the byte offset after each token.
         let ends: Vec<usize> = match &self.engine {
+            Engine::Tiktoken(e) if self.special == specials::SpecialTokens::Matched => e.token_ends_matched(text, self.splitter()),
             Engine::Tiktoken(e) => e.token_ends(text),
             Engine::HuggingFace(hf) => hf.token_ends(text)?,
             Engine::Approximate { chars_per_token } => {

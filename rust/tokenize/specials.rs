@@ -11,6 +11,47 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
+use crate::error::{CtxError, CtxResult};
+
+/// How a count reads a vocabulary's special-token strings (`<|eot_id|>`, `<|endoftext|>`) found
+/// in a text: as the text they are (tiktoken's `encode_ordinary`, mistral-common, the default on
+/// every engine), or as the one control token each stands for (the Hugging Face default, and what
+/// a server does to the prompt it rendered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SpecialTokens {
+    #[default]
+    Text,
+    Matched,
+}
+
+impl SpecialTokens {
+    pub fn from_name(name: &str) -> CtxResult<Self> {
+        match name {
+            "text" => Ok(Self::Text),
+            "matched" => Ok(Self::Matched),
+            other => Err(CtxError::invalid(format!(
+                "special_tokens must be \"text\" (special-token strings in a text count as text) or \"matched\" (each \
+                 counts as its one control token), not {other:?}"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Matched => "matched",
+        }
+    }
+}
+
+/// A piece of a text: a byte range, and which token it is, if it is one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub start: usize,
+    pub end: usize,
+    pub token: Option<usize>,
+}
+
 /// The added tokens a text may be split at.
 pub struct Splitter {
     matcher: Option<AhoCorasick>,
@@ -39,20 +80,26 @@ impl Splitter {
     /// The byte ranges of `text`'s pieces, in order: the runs between added tokens and each
     /// added token on its own. Together they cover `text` exactly.
     pub fn pieces(&self, text: &str) -> Vec<(usize, usize)> {
+        self.marked(text).into_iter().map(|p| (p.start, p.end)).collect()
+    }
+
+    /// `pieces`, each saying whether it is one of the tokens (`token`: the index of the token in
+    /// the list `new` was given, among the non-empty ones).
+    pub fn marked(&self, text: &str) -> Vec<Piece> {
         let Some(m) = &self.matcher else {
-            return if text.is_empty() { Vec::new() } else { vec![(0, text.len())] };
+            return if text.is_empty() { Vec::new() } else { vec![Piece { start: 0, end: text.len(), token: None }] };
         };
         let mut out = Vec::new();
         let mut at = 0;
         for hit in m.find_iter(text) {
             if hit.start() > at {
-                out.push((at, hit.start()));
+                out.push(Piece { start: at, end: hit.start(), token: None });
             }
-            out.push((hit.start(), hit.end()));
+            out.push(Piece { start: hit.start(), end: hit.end(), token: Some(hit.pattern().as_usize()) });
             at = hit.end();
         }
         if at < text.len() {
-            out.push((at, text.len()));
+            out.push(Piece { start: at, end: text.len(), token: None });
         }
         out
     }

@@ -5,6 +5,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::specials::Splitter;
 use crate::error::{CtxError, CtxResult};
 
 /// Texts shorter than this are counted piece by piece without a memo (nothing repeats enough).
@@ -84,8 +85,9 @@ impl Encoding {
         }
     }
 
-    /// The special tokens, (text, id), as tiktoken defines them for this encoding. ctxfast never
-    /// emits them (special text is plain text), but decodes them as tiktoken does.
+    /// The special tokens, (text, id), as tiktoken defines them for this encoding. A count reads
+    /// their strings as plain text unless the counter matches them (`SpecialTokens::Matched`);
+    /// their ids decode as tiktoken decodes them.
     pub fn special_tokens(self) -> &'static [(&'static str, u32)] {
         match self {
             Self::O200kBase => &[("<|endoftext|>", 199_999), ("<|endofprompt|>", 200_018)],
@@ -156,5 +158,45 @@ impl Encoding {
                 end
             })
             .collect()
+    }
+
+    /// The special tokens' texts, in `special_tokens` order: what a matched count splits at.
+    pub fn special_texts(self) -> Vec<String> {
+        self.special_tokens().iter().map(|&(t, _)| t.to_string()).collect()
+    }
+
+    /// The count with special-token strings matched (`splitter` from `special_texts`): the
+    /// text between them counted as usual, each one token.
+    pub fn count_matched(self, text: &str, splitter: &Splitter) -> usize {
+        splitter
+            .marked(text)
+            .iter()
+            .map(|p| if p.token.is_some() { 1 } else { self.count(text.get(p.start..p.end).unwrap_or("")) })
+            .fold(0usize, usize::saturating_add)
+    }
+
+    /// The ids with special-token strings matched: each gives its special id.
+    pub fn encode_matched(self, text: &str, splitter: &Splitter) -> Vec<u32> {
+        let mut out = Vec::new();
+        for p in splitter.marked(text) {
+            match p.token.and_then(|k| self.special_tokens().get(k)) {
+                Some(&(_, id)) => out.push(id),
+                None => out.extend(self.tokenizer().encode(text.get(p.start..p.end).unwrap_or(""))),
+            }
+        }
+        out
+    }
+
+    /// `token_ends` with special-token strings matched.
+    pub fn token_ends_matched(self, text: &str, splitter: &Splitter) -> Vec<usize> {
+        let mut out = Vec::new();
+        for p in splitter.marked(text) {
+            if p.token.is_some() {
+                out.push(p.end);
+            } else {
+                out.extend(self.token_ends(text.get(p.start..p.end).unwrap_or("")).into_iter().map(|e| e + p.start));
+            }
+        }
+        out
     }
 }
