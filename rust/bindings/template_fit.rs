@@ -34,7 +34,7 @@ use crate::tokenize::specials::Splitter;
 pub type TemplateRebuild = (Vec<i64>, Vec<String>, HashMap<usize, String>, Fit, Vec<(usize, String)>);
 
 fn list<'py>(obj: &Bound<'py, PyAny>, arg: &str) -> PyResult<Bound<'py, PyList>> {
-    obj.cast::<PyList>().map(|l| l.clone()).map_err(|_| args::wrong_type(obj, arg, "a list"))
+    obj.cast::<PyList>().cloned().map_err(|_| args::wrong_type(obj, arg, "a list"))
 }
 
 /// Parses each `tool_calls[k].function.arguments` string into the object the template prints.

@@ -8,3 +8,4 @@ pub mod framing;
 pub mod prefix;
 pub mod rendered;
 pub mod rendered_plan;
+pub mod rendered_price;

@@ -101,7 +101,7 @@ impl HfEngine {
             .tokenizer
             .get_added_tokens_decoder()
             .values()
-            .filter(|t| !t.lstrip && !t.rstrip && !t.single_word && !(t.normalized && normalizer))
+            .filter(|t| !(t.lstrip || t.rstrip || t.single_word || (t.normalized && normalizer)))
             .map(|t| t.content.clone())
             .collect();
         out.sort();
