@@ -225,3 +225,36 @@ def test_tracking_renders_what_a_plain_render_renders() -> None:
             assert fit.prompt == plain, path.name
             compared += 1
     assert compared > 150
+
+
+def test_a_template_whose_framing_grows_as_history_goes_is_refused_not_sent_over() -> None:
+    """A template that prints more when fewer messages are left (here: 500 words of padding once
+    any of the 14 messages is gone) makes every smaller request cost more than its shares. The lowered-ceiling fits
+    cannot meet the ceiling, and the fit says so (``Unfittable``) rather than sending it over."""
+    source = ("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+              "{% if messages|length < 14 %}{{ 'pad ' * 500 }}{% endif %}")
+    messages = [{"role": "system", "content": "s"}]
+    for i in range(6):
+        messages += [{"role": "user", "content": f"question {i} " * 8}, {"role": "assistant", "content": f"answer {i} " * 8}]
+    messages.append({"role": "user", "content": "last"})
+    assert len(messages) == 14
+    tok = tokenizer("qwen2.5")
+    _, whole = chat.fit_messages(messages, 100_000, template=source, tokenizer=tok)
+    with pytest.raises(ctxfast.Unfittable):
+        chat.fit_messages(messages, Budget(whole.total - 20 + 256, reserve=256), template=source, tokenizer=tok)
+
+
+def test_a_template_without_control_tokens_still_shares_the_render_out() -> None:
+    """Regression: the render is split at control tokens, and a template that prints none between
+    messages made one piece of it all, charged to the text before the first message: every
+    message looked free, and any budget below the whole request was Unfittable. Messages that
+    begin inside a piece are now charged their parts of it."""
+    source = "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+    messages = om.session(6, seed=2)
+    tok = tokenizer("qwen2.5")
+    _, whole = chat.fit_messages(messages, 100_000, template=source, tokenizer=tok)
+    shares = {(s.meta or {}).get("index"): s.tokens for s in whole.kept}
+    assert all(shares[i] > 0 for i, m in enumerate(messages) if m.get("content")), shares
+    assert sum(s.tokens for s in whole.kept) == whole.total == tok.count(whole.prompt)
+    out, fit = chat.fit_messages(messages, Budget(whole.total // 2), template=source, tokenizer=tok)
+    assert fit.total == tok.count(fit.prompt) <= whole.total // 2 and len(out) < len(messages)

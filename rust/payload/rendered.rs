@@ -25,7 +25,7 @@ use minijinja::Value;
 use super::rendered_plan::{self, Sent};
 use super::rendered_price::{price, settle, Priced};
 use crate::engine::{self, Budget, FitOutcome, InputNames, Kept, Layer, Policy, SegmentData, TokenSource};
-use crate::error::{CtxError, CtxResult};
+use crate::error::{CtxError, CtxResult, Unfittable};
 use crate::template::ChatTemplate;
 use crate::tokenize::specials::Splitter;
 
@@ -156,13 +156,15 @@ pub fn fit_rendered(
     let (mut passed, mut failed) = (None::<usize>, None::<usize>);
     let mut best: Option<Attempt> = None;
     let mut merge = false;
+    let mut lowest: Option<usize> = None; // the smallest rendered total over the ceiling
     let mut renders = 1 + usize::from(req.has_tools);
     for _ in 0..ROUNDS {
         src.interrupted()?;
         let b = Budget { window: target.saturating_add(budget.reserve), ..budget.clone() };
         let out = match engine::fit_named(&refs, &costs, &b, policy, src, None, framing, Some(&names)) {
             Ok(out) => out,
-            Err(_) if best.is_some() => break,
+            // A lowered ceiling the ladder cannot meet: the best request that fitted stands.
+            Err(CtxError::Unfittable(_)) if best.is_some() => break,
             Err(e) => return Err(restate(e, ceiling, ceiling.saturating_sub(target))),
         };
         let believed = out.total;
@@ -202,6 +204,7 @@ pub fn fit_rendered(
                 target = (target.min(failed.unwrap_or(target)) + passed.unwrap_or(0)) / 2;
             }
         } else {
+            lowest = Some(lowest.map_or(total, |l: usize| l.min(total)));
             failed = Some(failed.map_or(target, |f| f.min(target)));
             target = target.saturating_sub(total - ceiling);
             if let Some(p) = passed {
@@ -215,10 +218,18 @@ pub fn fit_rendered(
         }
     }
     let Some(a) = best else {
-        return Err(CtxError::invalid(format!(
-            "the rendered request does not fit under the ceiling of {ceiling} tokens: after {ROUNDS} fits, each with the \
-             ceiling lowered by what the template's framing added, it is still over; raise the window or lower the reserve"
-        )));
+        let total = lowest.unwrap_or(sent_price.total);
+        return Err(Unfittable {
+            ceiling,
+            total,
+            shortfall: total.saturating_sub(ceiling),
+            detail: vec![format!(
+                "after {ROUNDS} fits, each under a ceiling lowered by what the chat template's framing added to the \
+                 messages kept, the rendered request is still over; raise the window or lower the reserve"
+            )],
+            ..Unfittable::default()
+        }
+        .into());
     };
     let Attempt { mut out, plan, prompt, total, kept } = a;
     // The shares of what is sent, from the render without tools when it has them.

@@ -15,30 +15,68 @@ pub struct Priced {
     pub shares: Vec<usize>,
 }
 
+/// The render's exact count (the sum of its pieces between control tokens) and each message's
+/// share of it. A message that begins inside a piece (a template with no control token between
+/// messages) is charged its part of that piece: the parts are counted on their own, and what their
+/// counts differ from the piece's (a token that spans the cut) goes to the last part, so the
+/// shares still add up to the exact count.
 pub fn price(src: &dyn TokenSource, splitter: &Splitter, text: &str, starts: &[usize]) -> CtxResult<Priced> {
     let mut p = Priced { total: 0, head: 0, shares: vec![0; starts.len()] };
-    let mut started = 0; // how many messages begin at or before the current piece
+    let mut started = 0; // how many messages begin at or before the current position
     for piece in splitter.marked(text) {
-        let a = piece.start;
+        let (a, end) = (piece.start, piece.end);
         // A control token is one token, as the server reads its own render, whatever the
         // tokenizer's setting for special-token strings in plain text.
         let n = match piece.token {
             Some(_) => 1,
-            None => check_count(src.count(text.get(a..piece.end).unwrap_or(""))?, "a piece of the rendered prompt")?,
+            None => check_count(src.count(text.get(a..end).unwrap_or(""))?, "a piece of the rendered prompt")?,
         };
         p.total = add_total(p.total, n, "the rendered prompt")?;
         while started < starts.len() && starts[started] <= a {
             started += 1;
         }
-        let slot = match started.checked_sub(1) {
-            Some(m) => p.shares.get_mut(m),
-            None => Some(&mut p.head),
-        };
-        if let Some(slot) = slot {
-            *slot = slot.saturating_add(n);
+        // Where messages begin inside this piece: the piece is charged in parts.
+        let mut cuts = Vec::new();
+        let mut next = started;
+        while next < starts.len() && starts[next] < end {
+            if starts[next] > a && text.is_char_boundary(starts[next]) && cuts.last() != Some(&starts[next]) {
+                cuts.push(starts[next]);
+            }
+            next += 1;
+        }
+        if cuts.is_empty() || piece.token.is_some() {
+            charge(&mut p, started, n);
+            continue;
+        }
+        let mut from = a;
+        let mut charged = 0usize;
+        let bounds: Vec<usize> = cuts.iter().copied().chain(std::iter::once(end)).collect();
+        for (k, &to) in bounds.iter().enumerate() {
+            while started < starts.len() && starts[started] <= from {
+                started += 1;
+            }
+            let part = if k + 1 == bounds.len() {
+                n.saturating_sub(charged) // the rest: the parts add up to the piece's count
+            } else {
+                src.count(text.get(from..to).unwrap_or(""))?.min(n.saturating_sub(charged))
+            };
+            charged = charged.saturating_add(part);
+            charge(&mut p, started, part);
+            from = to;
         }
     }
     Ok(p)
+}
+
+/// Adds `n` to the share of the last message begun (`started` of them), or to the head.
+fn charge(p: &mut Priced, started: usize, n: usize) {
+    let slot = match started.checked_sub(1) {
+        Some(m) => p.shares.get_mut(m),
+        None => Some(&mut p.head),
+    };
+    if let Some(slot) = slot {
+        *slot = slot.saturating_add(n);
+    }
 }
 
 /// When the template did not read the messages where it printed them, shares them out by their
