@@ -64,3 +64,19 @@ def test_bad_files_are_named(tmp_path: Path) -> None:
     (tmp_path / "broken.jinja").write_text("{% for %}")
     with pytest.raises(ctxfast.TemplateError, match="failed to compile"):
         ChatTemplate.from_file(tmp_path / "broken.jinja")
+
+
+def test_a_template_that_loops_for_ever_is_refused() -> None:
+    """Regression: a render cannot be interrupted (the GIL is released and MiniJinja has no
+    check), and a nested loop of 8.1 billion steps hung the caller. Renders run on a fuel budget
+    (``rust/template/mod.rs``, ``FUEL``): the template is refused with a ``TemplateError``."""
+    import time
+
+    hog = ChatTemplate("{% for i in range(90000) %}{% for j in range(90000) %}{% endfor %}{% endfor %}")
+    start = time.perf_counter()
+    with pytest.raises(ctxfast.TemplateError, match="fuel"):
+        hog.render(HELLO)
+    assert time.perf_counter() - start < 30
+    # A long real render is well inside the budget.
+    big = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"} for i in range(20_000)]
+    assert ChatTemplate(SOURCE).render(big).count("[user]") == 10_000
