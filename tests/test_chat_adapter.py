@@ -258,3 +258,13 @@ def test_a_template_without_control_tokens_still_shares_the_render_out() -> None
     assert sum(s.tokens for s in whole.kept) == whole.total == tok.count(whole.prompt)
     out, fit = chat.fit_messages(messages, Budget(whole.total // 2), template=source, tokenizer=tok)
     assert fit.total == tok.count(fit.prompt) <= whole.total // 2 and len(out) < len(messages)
+
+
+def test_an_empty_tool_list_is_not_no_tools() -> None:
+    """A template tells ``tools=[]`` from ``tools=None`` (Llama 3.1 prints its tool preamble for
+    any list); the adapter renders what the caller passes, as the server would."""
+    messages = om.session(2, seed=3)
+    for tools in (None, []):
+        out, fit = chat.fit_messages(messages, 100_000, template=template("llama3.1"), tokenizer=tokenizer("llama3.1"),
+                                     tools=tools, template_kwargs=LLAMA_DATE)
+        assert fit.prompt == om.reference_prompt("llama3.1", out, tools, **LLAMA_DATE)

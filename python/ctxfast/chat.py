@@ -189,7 +189,9 @@ def fit_messages(
             raise InvalidArgumentError("argument 'messages' is empty: there is no request to fit")
         tool_list = _payload.sequence_arg(tools, "tools")
         layers, groups, texts, calls = _read(messages, here, pin_first_user)
-        context: dict[str, Any] = {"tools": list(tool_list) if tool_list else None, "documents": None}
+        # As the caller gave them: a template tells None from [] (Llama 3.1 prints its tool
+        # preamble for any list, empty or not).
+        context: dict[str, Any] = {"tools": None if tools is None else list(tool_list), "documents": None}
         context["add_generation_prompt"] = bool(add_generation_prompt)
         if template_kwargs is not None:
             if not isinstance(template_kwargs, Mapping):
