@@ -96,3 +96,14 @@ def test_reusable_prefix_per_turn(tekken: Tokenizer, template: ChatTemplate) -> 
         chat.reusable_prefix(ctxfast.fit([ctxfast.Segment("a")], Budget(10)), "a", tekken)
     with pytest.raises(ctxfast.UnsupportedOperationError):
         chat.reusable_prefix("a", "b", len)  # type: ignore[arg-type]
+
+
+def test_a_cut_that_lands_one_token_over_again_still_fits(tekken: Tokenizer, template: ChatTemplate) -> None:
+    """Regression (found by a random search): under ``troubleshooting`` the kept render came back
+    one token over the ceiling after every fit, each under a ceiling lowered by that one token,
+    until the eight fits ran out and the request was refused. The ceiling is now lowered by more
+    each time an overshoot comes back."""
+    messages = om.mistral_ids(om.session(38, seed=243674))
+    out, fit = chat.fit_messages(messages, Budget(8307, reserve=256), template=template, tokenizer=tekken,
+                                 tools=om.TOOLS, policy="troubleshooting")
+    assert fit.total == om.mistral_reference_count(out, om.TOOLS) <= 8307 - 256

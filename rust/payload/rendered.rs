@@ -31,6 +31,8 @@ use crate::tokenize::specials::Splitter;
 
 /// How many times a fit is re-run with a lowered ceiling before it is refused.
 pub const ROUNDS: usize = 8;
+/// The least a ceiling is lowered by after an overshoot (doubled at each further overshoot).
+const MIN_STEP: usize = 4;
 
 /// Labels of the parts every render carries.
 pub const HEAD: &str = "<template head>";
@@ -157,6 +159,7 @@ pub fn fit_rendered(
     let mut best: Option<Attempt> = None;
     let mut merge = false;
     let mut lowest: Option<usize> = None; // the smallest rendered total over the ceiling
+    let mut overshoots = 0u32;
     let mut renders = 1 + usize::from(req.has_tools);
     for _ in 0..ROUNDS {
         src.interrupted()?;
@@ -206,7 +209,11 @@ pub fn fit_rendered(
         } else {
             lowest = Some(lowest.map_or(total, |l: usize| l.min(total)));
             failed = Some(failed.map_or(target, |f| f.min(target)));
-            target = target.saturating_sub(total - ceiling);
+            // Lowered by the overshoot, and by more each time it comes back: a cut that lands a
+            // token over again (a shortened text, a merged digest) must not take every round.
+            let step = (total - ceiling).max(MIN_STEP).saturating_mul(1 << overshoots.min(16));
+            overshoots += 1;
+            target = target.saturating_sub(step);
             if let Some(p) = passed {
                 if target <= p {
                     break;
