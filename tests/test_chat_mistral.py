@@ -11,6 +11,8 @@ layout as Jinja) and counts the render with tekken's vocabulary (``open_models``
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ctxfast
 from ctxfast import Budget, ChatTemplate, Tokenizer, chat
@@ -107,3 +109,14 @@ def test_a_cut_that_lands_one_token_over_again_still_fits(tekken: Tokenizer, tem
     out, fit = chat.fit_messages(messages, Budget(8307, reserve=256), template=template, tokenizer=tekken,
                                  tools=om.TOOLS, policy="troubleshooting")
     assert fit.total == om.mistral_reference_count(out, om.TOOLS) <= 8307 - 256
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(exchanges=st.integers(1, 40), seed=st.integers(0, 10**6), window=st.integers(2500, 9000),
+       policy=st.sampled_from(["agent", "context_window", "troubleshooting"]))
+def test_property_exact_against_mistral_common(exchanges: int, seed: int, window: int, policy: str,
+                                               tekken: Tokenizer, template: ChatTemplate) -> None:
+    messages = om.mistral_ids(om.session(exchanges, seed=seed))
+    out, fit = chat.fit_messages(messages, Budget(window, reserve=256), template=template, tokenizer=tekken,
+                                 tools=om.TOOLS, policy=policy)
+    assert fit.total == om.mistral_reference_count(out, om.TOOLS) <= window - 256
