@@ -142,6 +142,26 @@ def refuse_responses_part(kind: Any, where: str, api: str) -> None:
         )
 
 
+def checked_role(m: Any, where: str, api: str, roles: tuple[str, ...], api_name: str) -> str:
+    """A chat message's role, after the checks every chat-style adapter runs first: a dict, not
+    another API's item (``refuse_foreign``), a role that is one of ``roles``."""
+    if not isinstance(m, dict):
+        raise ArgumentTypeError(f"{where} must be a dict, not {type(m).__name__}")
+    refuse_foreign(m, where, api)
+    role = m.get("role")
+    if role is None:
+        raise InvalidArgumentError(f"{where} has no 'role' (one of {', '.join(roles)})")
+    if not isinstance(role, str) or role not in roles:
+        raise unknown_role(role, where, roles, api_name)
+    return role
+
+
+def with_article(word: str) -> str:
+    """``"an assistant"``, ``"a user"``: the roles, as an error names them (of the chat roles
+    only "assistant" takes "an": "a user", "a system", "a developer", "a tool")."""
+    return f"an {word}" if word == "assistant" else f"a {word}"
+
+
 def unknown_role(role: Any, where: str, known: tuple[str, ...], api_name: str, hint: str = "") -> InvalidArgumentError:
     """The error for a role the API does not have."""
     if not isinstance(role, str):

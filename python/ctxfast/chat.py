@@ -106,14 +106,7 @@ def _read(
     for i, m in enumerate(messages):
         here.at = i
         where = f"messages[{i}]"
-        if not isinstance(m, dict):
-            raise ArgumentTypeError(f"{where} must be a dict, not {type(m).__name__}")
-        _shapes.refuse_foreign(m, where, "chat")
-        role = m.get("role")
-        if role is None:
-            raise InvalidArgumentError(f"{where} has no 'role' (one of {', '.join(ROLES)})")
-        if not isinstance(role, str) or role not in ROLES:
-            raise _shapes.unknown_role(role, where, ROLES, "a chat")
+        role = _shapes.checked_role(m, where, "chat", ROLES, "a chat")
         roles.append("system" if role in _SYSTEM_ROLES else role)
         texts.append(_main_text(m, where))
         first: tuple[str, str] | None = None
@@ -143,7 +136,7 @@ def _read(
     )
     _payload.protect_last_unit(groups, current)
     _payload.check_tool_pairs(
-        links, results, groups, result_field="tool_call_id", between=lambda k: f"a {messages[k]['role']} message"
+        links, results, groups, result_field="tool_call_id", between=lambda k: _shapes.with_article(messages[k]["role"]) + " message"
     )
     layers = []
     for i in range(len(messages)):

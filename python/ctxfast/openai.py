@@ -276,7 +276,8 @@ def _fit(
         records.append(Message(i, layer, group, text, strings, message_framing(m) + extra, call, path=path))
     here.at = None
     _payload.check_tool_pairs(
-        calls, results, groups, result_field="tool_call_id", between=lambda k: _a(messages[k]["role"]) + " message"
+        calls, results, groups, result_field="tool_call_id",
+        between=lambda k: _shapes.with_article(messages[k]["role"]) + " message",
     )
     here.at = "tools"
     tok = _payload.resolve_tokenizer(tokenizer)
@@ -298,21 +299,10 @@ def _fit(
     )
 
 
-def _a(word: str) -> str:
-    return f"an {word}" if word == "assistant" else f"a {word}"  # the roles: system, user, tool...
-
-
 def _check_message(m: Any, where: str) -> None:
     """The shape checks (``_shapes``): a dict, not a Responses item or a Gemini entry, a Chat
     role, no field holding text that would not be counted."""
-    if not isinstance(m, dict):
-        raise ArgumentTypeError(f"{where} must be a dict, not {type(m).__name__}")
-    _shapes.refuse_foreign(m, where, "openai")
-    role = m.get("role")
-    if role is None:
-        raise InvalidArgumentError(f"{where} has no 'role' (one of {', '.join(ROLES)})")
-    if not isinstance(role, str) or role not in ROLES:
-        raise _shapes.unknown_role(role, where, ROLES, "an OpenAI Chat")
+    _shapes.checked_role(m, where, "openai", ROLES, "an OpenAI Chat")
     _shapes.check_fields(m, where, FIELDS, "OpenAI Chat", "Put the message's text in 'content', or remove the field.")
 
 
