@@ -29,7 +29,7 @@ use crate::limits::{add_total, check_count, checked_total};
 /// digest `d` (whose text is `digests[d]`); `cuts` maps a shortened record to its new text.
 pub type Rebuild = (Vec<i64>, Vec<String>, HashMap<usize, String>, Fit);
 
-fn list<'py>(obj: &Bound<'py, PyAny>, arg: &str, len: Option<usize>) -> PyResult<Bound<'py, PyList>> {
+pub fn list<'py>(obj: &Bound<'py, PyAny>, arg: &str, len: Option<usize>) -> PyResult<Bound<'py, PyList>> {
     let l = obj.cast::<PyList>().map_err(|_| args::wrong_type(obj, arg, "a list"))?.clone();
     match len {
         Some(n) if l.len() != n => {
@@ -232,6 +232,6 @@ pub fn kept_order(out: &engine::FitOutcome, records: usize) -> (Vec<i64>, HashMa
 }
 
 /// An index as the signed figure `order` carries: indices are list positions, far below 2^63.
-fn signed_index(i: usize) -> i64 {
+pub fn signed_index(i: usize) -> i64 {
     i64::try_from(i).unwrap_or(i64::MAX)
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyString};
 use serde_json::Value as Json;
 
 use super::args;
@@ -20,7 +20,7 @@ use super::outcome::Fit;
 use super::outcome_build::{build_fit, Originals, RecordMeta};
 use super::policy::policy_arg;
 use super::pyvalue::to_json;
-use super::records::tool_call;
+use super::records::{list, signed_index, tool_call};
 use super::template::ChatTemplate;
 use crate::engine::SegmentData;
 use crate::payload::rendered::{self, Request, HEAD, TOOLS};
@@ -32,10 +32,6 @@ use crate::tokenize::specials::Splitter;
 /// entry is set is sent with that content: shortened, or with digests merged into it), plus the
 /// messages whose content holds an added token, `(index, token)`.
 pub type TemplateRebuild = (Vec<i64>, Vec<String>, HashMap<usize, String>, Fit, Vec<(usize, String)>);
-
-fn list<'py>(obj: &Bound<'py, PyAny>, arg: &str) -> PyResult<Bound<'py, PyList>> {
-    obj.cast::<PyList>().cloned().map_err(|_| args::wrong_type(obj, arg, "a list"))
-}
 
 /// Parses each `tool_calls[k].function.arguments` string into the object the template prints.
 fn parse_arguments(messages: &mut [Json], input_name: &str) -> PyResult<()> {
@@ -81,7 +77,8 @@ pub fn _fit_template(
     tokenizer: Option<&Bound<'_, PyAny>>,
     input_name: &str,
 ) -> PyResult<TemplateRebuild> {
-    let (layers, groups, texts, calls) = (list(layers, "layers")?, list(groups, "groups")?, list(texts, "texts")?, list(calls, "calls")?);
+    let (layers, groups, texts, calls) =
+        (list(layers, "layers", None)?, list(groups, "groups", None)?, list(texts, "texts", None)?, list(calls, "calls", None)?);
     let mut json = match to_json(messages, input_name)? {
         Json::Array(items) => items,
         _ => return Err(args::wrong_type(messages, input_name, "a list")),
@@ -143,12 +140,12 @@ pub fn _fit_template(
     for s in &done.sent {
         match s {
             Sent::Message { index, content } => {
-                order.push(i64::try_from(*index).unwrap_or(i64::MAX));
+                order.push(signed_index(*index));
                 if let Some(text) = content {
                     cuts.insert(*index, text.clone());
                 }
             }
-            Sent::Digest { digest } => order.push(-i64::try_from(*digest).unwrap_or(i64::MAX) - 1),
+            Sent::Digest { digest } => order.push(-signed_index(*digest) - 1),
         }
     }
     let digests = done.outcome.digests.iter().map(|d| d.text.clone()).collect();

@@ -112,14 +112,15 @@ pub fn fit_rendered(
     let sent_price = price(src, splitter, &sent, &sent_starts)?;
     let printed: Vec<Option<String>> = req.messages.iter().map(|m| rendered_plan::printed(m, None)).collect();
     let contents: Vec<Option<&str>> = printed.iter().map(|c| c.as_deref()).collect();
-    let sent_price = settle(sent_price, &contents, src)?;
     let (shares, head, tools) = if req.has_tools {
         let (bare, bare_starts) = req.template.render_messages(&req.context(false), &values)?;
         let bare_price = settle(price(src, splitter, &bare, &bare_starts)?, &contents, src)?;
         let tools = sent_price.total.saturating_sub(bare_price.total);
         (bare_price.shares, bare_price.head, tools)
     } else {
-        (sent_price.shares.clone(), sent_price.head, 0)
+        // Without tools the render sent is the one that prices the messages.
+        let settled = settle(sent_price.clone(), &contents, src)?;
+        (settled.shares, settled.head, 0)
     };
     let framing = digest_framing(&req, &shares, src)?;
     let control_tokens = req

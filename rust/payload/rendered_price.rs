@@ -9,6 +9,7 @@ use crate::limits::{add_total, check_count};
 use crate::tokenize::specials::Splitter;
 
 /// A render's exact count and how it is shared out.
+#[derive(Clone)]
 pub struct Priced {
     pub total: usize,
     pub head: usize,
