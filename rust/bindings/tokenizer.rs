@@ -89,7 +89,7 @@ impl Tokenizer {
         let cap = capacity_or_default(cache_capacity)?;
         let special = special_arg(special_tokens)?;
         let json = std::fs::read_to_string(&p).map_err(|e| file_error(&p, &e, FileKind::Tokenizer))?;
-        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(&json, cap, special, as_written))
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(&json, cap, special, as_written, EngineChoice::Auto))
             .map_err(|e| TokenizerLoadError::new_err(format!("{p:?}: {e}")))?;
         Ok(Self::native(c))
     }
@@ -102,7 +102,7 @@ impl Tokenizer {
         let json = args::text(text, "text")?;
         let cap = capacity_or_default(cache_capacity)?;
         let special = special_arg(special_tokens)?;
-        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(json, cap, special, as_written))?;
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(json, cap, special, as_written, EngineChoice::Auto))?;
         Ok(Self::native(c))
     }
 

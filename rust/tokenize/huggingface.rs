@@ -2,12 +2,47 @@
 
 use tokenizers::Tokenizer;
 
+use super::fast::{self_check, FastBpe};
 use super::specials::SpecialTokens;
 use crate::error::{CtxError, CtxResult};
+
+/// Which engine counts a tokenizer.json: the fast one where it can serve the file and agrees
+/// with the tokenizers crate at load, else the crate (`Auto`); or the crate always.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    #[default]
+    Auto,
+    HuggingFace,
+}
+
+impl EngineChoice {
+    pub fn from_name(name: &str) -> CtxResult<Self> {
+        match name {
+            "auto" => Ok(Self::Auto),
+            "huggingface" => Ok(Self::HuggingFace),
+            other => Err(CtxError::invalid(format!(
+                "engine must be \"auto\" (the fast bpe engine where it serves the file, else the tokenizers crate) or \
+                 \"huggingface\" (the tokenizers crate), not {other:?}"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::HuggingFace => "huggingface",
+        }
+    }
+}
 
 pub struct HfEngine {
     tokenizer: Tokenizer,
     notes: Vec<String>,
+    /// The fast engine, when it serves this file; counts and ids come from it.
+    fast: Option<FastBpe>,
+    /// Which engine counts, and why, in words.
+    engine_note: String,
+    choice: EngineChoice,
 }
 
 impl HfEngine {
@@ -18,6 +53,11 @@ impl HfEngine {
     /// `special`: whether special-token strings in a text count as text (the tokenizers crate's
     /// `encode_special_tokens`) or as their tokens; `as_written`: no `hf_adjust` fix.
     pub fn from_json_with(json: &str, special: SpecialTokens, as_written: bool) -> CtxResult<Self> {
+        Self::load(json, special, as_written, EngineChoice::Auto)
+    }
+
+    /// `from_json_with`, choosing the engine (`EngineChoice`).
+    pub fn load(json: &str, special: SpecialTokens, as_written: bool, choice: EngineChoice) -> CtxResult<Self> {
         let fixed = if as_written { None } else { super::hf_adjust::adjusted(json)? };
         let (text, notes) = match &fixed {
             Some((text, note)) => (text.as_str(), vec![note.clone()]),
@@ -32,7 +72,44 @@ impl HfEngine {
             .with_truncation(None)
             .map_err(|e| CtxError::TokenizerLoad(format!("cannot disable truncation: {e}")))?;
         tokenizer.with_padding(None);
-        Ok(Self { tokenizer, notes })
+        let mut engine = Self { tokenizer, notes, fast: None, engine_note: String::new(), choice };
+        engine.engine_note = match choice {
+            EngineChoice::HuggingFace => "the tokenizers crate, as asked (engine=\"huggingface\")".to_string(),
+            EngineChoice::Auto => match FastBpe::build(text, special) {
+                Err(why) => format!("the tokenizers crate: the fast bpe engine does not serve {why}"),
+                Ok(fast) => {
+                    let reference = |t: &str| engine.encoding(t).map(|e| e.get_ids().to_vec()).map_err(|e| e.to_string());
+                    match self_check::compare(&fast.check_texts(), &|t| fast.encode(t), &reference) {
+                        Err(why) => format!("the tokenizers crate: the fast bpe engine was declined at load, {why}"),
+                        Ok(()) => {
+                            let note = format!(
+                                "the fast bpe engine (GitHub's bpe crate; {} tokens through the merge loop; automaton {}), \
+                                 identical to the tokenizers crate on its load-time check",
+                                fast.left_out(),
+                                fast.origin
+                            );
+                            engine.fast = Some(fast);
+                            note
+                        }
+                    }
+                }
+            },
+        };
+        Ok(engine)
+    }
+
+    /// Which engine counts, and why, in words.
+    pub fn engine_note(&self) -> &str {
+        &self.engine_note
+    }
+
+    /// "bpe" when the fast engine counts, "huggingface" when the tokenizers crate does.
+    pub fn engine_name(&self) -> &'static str {
+        if self.fast.is_some() { "bpe" } else { "huggingface" }
+    }
+
+    pub fn choice(&self) -> EngineChoice {
+        self.choice
     }
 
     /// What loading changed in the file, in words.
@@ -57,11 +134,17 @@ impl HfEngine {
     }
 
     pub fn count(&self, text: &str) -> CtxResult<usize> {
-        Ok(self.encoding(text)?.len())
+        match &self.fast {
+            Some(f) => Ok(f.count(text)),
+            None => Ok(self.encoding(text)?.len()),
+        }
     }
 
     pub fn encode(&self, text: &str) -> CtxResult<Vec<u32>> {
-        Ok(self.encoding(text)?.get_ids().to_vec())
+        match &self.fast {
+            Some(f) => Ok(f.encode(text)),
+            None => Ok(self.encoding(text)?.get_ids().to_vec()),
+        }
     }
 
     pub fn decode(&self, ids: &[u32]) -> CtxResult<String> {

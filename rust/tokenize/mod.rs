@@ -5,6 +5,7 @@
 //! per-unit count cache.
 
 mod approximate;
+mod fast;
 mod hf_adjust;
 mod huggingface;
 pub mod join;
@@ -22,6 +23,7 @@ use crate::error::CtxResult;
 
 pub use approximate::{approximate_tokens, DEFAULT_CHARS_PER_TOKEN};
 pub use models::{encoding_for_model, require_encoding_for_model};
+pub use huggingface::EngineChoice;
 pub use tiktoken::Encoding;
 
 /// Below this many bytes in a batch, spreading it over threads costs more than it saves.
@@ -114,13 +116,14 @@ impl TokenCounter {
     }
 
     pub fn from_hf_json(json: &str, cache_capacity: usize) -> CtxResult<Self> {
-        Self::from_hf_json_with(json, cache_capacity, specials::SpecialTokens::Text, false)
+        Self::from_hf_json_with(json, cache_capacity, specials::SpecialTokens::Text, false, EngineChoice::Auto)
     }
 
     /// A tokenizer.json engine: `special` as for every counter; `as_written` keeps the file's
-    /// `ignore_merges` even where it loses tokens (see `huggingface::adjusted`).
-    pub fn from_hf_json_with(json: &str, cache_capacity: usize, special: specials::SpecialTokens, as_written: bool) -> CtxResult<Self> {
-        let engine = huggingface::HfEngine::from_json_with(json, special, as_written)?;
+    /// `ignore_merges` even where it loses tokens (see `hf_adjust`); `choice` says whether the
+    /// fast engine may serve it (`fast`).
+    pub fn from_hf_json_with(json: &str, cache_capacity: usize, special: specials::SpecialTokens, as_written: bool, choice: EngineChoice) -> CtxResult<Self> {
+        let engine = huggingface::HfEngine::load(json, special, as_written, choice)?;
         Ok(Self::with_special(Engine::HuggingFace(Box::new(engine)), cache_capacity, special))
     }
 
@@ -129,6 +132,15 @@ impl TokenCounter {
         match &self.engine {
             Engine::HuggingFace(hf) => hf.notes().to_vec(),
             _ => Vec::new(),
+        }
+    }
+
+    /// The engine that counts ("bpe", "huggingface", "o200k_base", "approximate") and why.
+    pub fn engine_info(&self) -> (String, String) {
+        match &self.engine {
+            Engine::HuggingFace(hf) => (hf.engine_name().to_string(), hf.engine_note().to_string()),
+            Engine::Tiktoken(e) => (e.name().to_string(), "the embedded OpenAI encoding (GitHub's bpe crate)".to_string()),
+            Engine::Approximate { chars_per_token } => ("approximate".to_string(), format!("{chars_per_token} characters a token")),
         }
     }
 
