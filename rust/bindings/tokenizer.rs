@@ -15,7 +15,7 @@ use super::gil::{self, Work};
 use super::tokenizer_batch::{in_batches, joined_items};
 use crate::cache::{CountCache, DEFAULT_CAPACITY};
 use crate::tokenize::specials::SpecialTokens;
-use crate::tokenize::{self, Engine, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
+use crate::tokenize::{self, Engine, EngineChoice, TokenCounter, DEFAULT_CHARS_PER_TOKEN};
 
 /// An exact, thread-safe token counter with a bounded per-unit count cache.
 ///
@@ -32,6 +32,11 @@ fn special_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<SpecialTokens> {
         None => Ok(SpecialTokens::Text),
         Some(o) => Ok(SpecialTokens::from_name(args::text(o, "special_tokens")?)?),
     }
+}
+
+/// `engine`: `"auto"` (None) or `"huggingface"`.
+fn engine_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<EngineChoice> {
+    obj.filter(|o| !o.is_none()).map_or(Ok(EngineChoice::Auto), |o| Ok(EngineChoice::from_name(args::text(o, "engine")?)?))
 }
 
 fn capacity_or_default(obj: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
@@ -80,29 +85,31 @@ impl Tokenizer {
     /// the `tokenizers` package does. A byte-level vocabulary whose merges cannot reach some of
     /// its tokens (Llama 3's file as often packaged, `ignore_merges: false`) is loaded with
     /// `ignore_merges: true`, as Meta's encoder behaves; `adjustments` says so, and
-    /// `as_written=True` keeps the file's setting.
+    /// `as_written=True` keeps the file's setting. `engine="auto"` counts a byte-level BPE with
+    /// the fast engine when it serves the file and agrees with the tokenizers crate at load
+    /// (`engine` and `engine_note` say which); `"huggingface"` always uses the crate.
     #[staticmethod]
-    #[pyo3(signature = (path, *, cache_capacity=None, special_tokens=None, as_written=false))]
-    fn from_file(path: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, cache_capacity=None, special_tokens=None, as_written=false, engine=None))]
+    fn from_file(path: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool, engine: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let py = path.py();
         let p = args::path(path, "path")?;
         let cap = capacity_or_default(cache_capacity)?;
-        let special = special_arg(special_tokens)?;
+        let (special, choice) = (special_arg(special_tokens)?, engine_arg(engine)?);
         let json = std::fs::read_to_string(&p).map_err(|e| file_error(&p, &e, FileKind::Tokenizer))?;
-        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(&json, cap, special, as_written, EngineChoice::Auto))
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(&json, cap, special, as_written, choice))
             .map_err(|e| TokenizerLoadError::new_err(format!("{p:?}: {e}")))?;
         Ok(Self::native(c))
     }
 
     /// A Hugging Face tokenizer from the text of its `tokenizer.json`.
     #[staticmethod]
-    #[pyo3(signature = (text, *, cache_capacity=None, special_tokens=None, as_written=false))]
-    fn from_json(text: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool) -> PyResult<Self> {
+    #[pyo3(signature = (text, *, cache_capacity=None, special_tokens=None, as_written=false, engine=None))]
+    fn from_json(text: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool, engine: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let py = text.py();
         let json = args::text(text, "text")?;
         let cap = capacity_or_default(cache_capacity)?;
-        let special = special_arg(special_tokens)?;
-        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(json, cap, special, as_written, EngineChoice::Auto))?;
+        let (special, choice) = (special_arg(special_tokens)?, engine_arg(engine)?);
+        let c = gil::run(py, Work::Bytes(json.len()), || TokenCounter::from_hf_json_with(json, cap, special, as_written, choice))?;
         Ok(Self::native(c))
     }
 
@@ -110,12 +117,12 @@ impl Tokenizer {
     ///
     /// Counting then makes no Python call.
     #[staticmethod]
-    #[pyo3(signature = (obj, *, cache_capacity=None, special_tokens=None, as_written=false))]
-    fn from_hf(obj: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool) -> PyResult<Self> {
+    #[pyo3(signature = (obj, *, cache_capacity=None, special_tokens=None, as_written=false, engine=None))]
+    fn from_hf(obj: &Bound<'_, PyAny>, cache_capacity: Option<&Bound<'_, PyAny>>, special_tokens: Option<&Bound<'_, PyAny>>, as_written: bool, engine: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let json = obj
             .call_method0("to_str")
             .map_err(|_| args::wrong_type(obj, "obj", "a tokenizers.Tokenizer"))?;
-        Self::from_json(&json, cache_capacity, special_tokens, as_written)
+        Self::from_json(&json, cache_capacity, special_tokens, as_written, engine)
     }
 
     /// An estimate, `ceil(characters / chars_per_token)`: for logs, never for a boundary.
@@ -305,6 +312,18 @@ impl Tokenizer {
         self.native_counter().map(|c| c.adjustments()).unwrap_or_default()
     }
 
+    /// The engine that counts: `"bpe"` (fast), `"huggingface"`, `"o200k_base"`, `"approximate"`...
+    #[getter]
+    fn engine(&self) -> String {
+        self.native_counter().map_or("callable".into(), |c| c.engine_info().0)
+    }
+
+    /// Why that engine counts, in words (for a tokenizer.json, why the fast engine declined).
+    #[getter]
+    fn engine_note(&self) -> String {
+        self.native_counter().map_or("a Python callable".into(), |c| c.engine_info().1)
+    }
+
     /// The vocabulary's control-token strings found in `text`, each once, in order of first
     /// appearance: `<|eot_id|>` in a user message is read as an end of turn by a server that
     /// renders it into a prompt.
@@ -332,9 +351,9 @@ impl Tokenizer {
                         let cap: Option<usize> = if shared { None } else { Some(cap) };
                         ("encoding", e.name(), cap, special).into_pyobject(py)?
                     }
-                    Engine::HuggingFace(_) => {
+                    Engine::HuggingFace(hf) => {
                         let json = c.hf_json()?.unwrap_or_default();
-                        ("huggingface", json, Some(cap), special).into_pyobject(py)?
+                        ("huggingface", json, Some(cap), special, hf.choice().name()).into_pyobject(py)?
                     }
                     Engine::Approximate { chars_per_token } => {
                         ("approximate", *chars_per_token, Some(cap), special).into_pyobject(py)?
@@ -361,7 +380,10 @@ impl Tokenizer {
         match kind.as_str() {
             "encoding" => Self::from_encoding(&payload, cap, special),
             // The file was adjusted, if at all, when it was first loaded: it is restored as it is.
-            "huggingface" => Self::from_json(&payload, cap, special, true),
+            "huggingface" => {
+                let engine = if state.len() > 4 { Some(state.get_item(4)?) } else { None };
+                Self::from_json(&payload, cap, special, true, engine.as_ref())
+            }
             "approximate" => Self::approximate(Some(&payload), cap),
             "callable" => Self::from_callable(&payload, cap),
             other => Err(InvalidArgumentError::new_err(format!("unknown tokenizer state {other:?}"))),

@@ -83,9 +83,10 @@ impl HfEngine {
                         Err(why) => format!("the tokenizers crate: the fast bpe engine was declined at load, {why}"),
                         Ok(()) => {
                             let note = format!(
-                                "the fast bpe engine (GitHub's bpe crate; {} tokens through the merge loop; automaton {}), \
-                                 identical to the tokenizers crate on its load-time check",
-                                fast.left_out(),
+                                "the fast bpe engine (GitHub's bpe crate; {} tokens left out of its automaton, {} of them served \
+                                 by the merge loop; automaton {}), identical to the tokenizers crate on its load-time check",
+                                fast.left_out().0,
+                                fast.left_out().1,
                                 fast.origin
                             );
                             engine.fast = Some(fast);

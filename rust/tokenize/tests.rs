@@ -8,7 +8,7 @@ fn o200k() -> Arc<TokenCounter> {
 }
 
 /// A word-level tokenizer.json small enough to write inline.
-const TINY_HF: &str = r#"{
+pub const TINY_HF: &str = r#"{
   "version": "1.0", "truncation": {"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0},
   "padding": null, "added_tokens": [], "normalizer": null,
   "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null, "decoder": null,

@@ -6,10 +6,11 @@
 //! checked here first. Tokens are ranked bytes first, then in the order the file's merges first
 //! produce them (for a converted tiktoken file, its ranks). Left out of the automaton, and served
 //! by the file's own merges instead (`merge`), are the tokens that do not fit that model:
-//! - no merge in the file produces them (DeepSeek's control tokens inside its vocabulary);
-//! - their own bytes do not merge back into them (Llama 3's 588, which only the whole-piece
-//!   lookup of `ignore_merges` reaches), or only through a token of later rank (90 of Llama 3's,
-//!   Japanese: the crate's encoder gets those wrong);
+//! - the file's merges never form them (Llama 3's 588, which only the whole-piece lookup of
+//!   `ignore_merges` returns; DeepSeek's control tokens inside its vocabulary);
+//! - their merges are not listed together (`scattered`);
+//! - they are formed only through a token of later rank (90 of Llama 3's, Japanese: the crate's
+//!   encoder gets those wrong);
 //! - the same, once those are gone (checked until nothing changes).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,6 +21,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::merge::merge_all;
 use super::plan::Plan;
 
+/// The version of what `build` decides: bump it with any change to it, so an automaton cached
+/// by an earlier build is not read back (`disk_cache` keys files by it).
+pub const BUILD: u32 = 4;
+
 /// Rounds of the encodes-to-itself check before giving up on a vocabulary.
 const MAX_ROUNDS: usize = 8;
 
@@ -29,6 +34,10 @@ pub struct Automaton {
     pub to_id: Vec<u32>,
     /// The file's ids left out of the automaton.
     pub left_out: Vec<u32>,
+    /// Those of them that the file's merges can form: a piece holding one is encoded by the merge
+    /// loop. The others are never formed by merges, so the automaton's answer without them is the
+    /// file's (only the whole-piece lookup of `ignore_merges` can return them).
+    pub merge_loop: Vec<u32>,
 }
 
 /// Rank of each token id: bytes first (by id), then by first producing merge; None: unreachable.
@@ -47,16 +56,49 @@ fn ranks(plan: &Plan) -> Vec<Option<(u8, u32)>> {
     rank
 }
 
-/// The ids of the tokens that fit the crate's model, in rank order, and those that do not.
-fn split_vocabulary(plan: &Plan) -> Result<(Vec<u32>, Vec<u32>), String> {
+/// Tokens whose merges are not listed together: the crate gives a token one rank, the file one
+/// per merge, so between them another token's merge would be read out of order.
+fn scattered(plan: &Plan) -> FxHashSet<u32> {
+    let (mut out, mut seen) = (FxHashSet::default(), FxHashSet::default());
+    let mut previous = u32::MAX;
+    for &(_, _, m) in &plan.merges {
+        if m != previous && !seen.insert(m) {
+            out.insert(m);
+        }
+        previous = m;
+    }
+    out
+}
+
+/// The ids of the tokens that fit the crate's model, in rank order; those that do not; and,
+/// among those, the ones the file's merges can form (`Automaton::merge_loop`).
+///
+/// Why what is kept is read as the file reads it: a token the file's merges build from its own
+/// bytes is built the same way inside any text until a neighbour takes a byte from it, so the
+/// pair of tokens its last merge joins is the file's own, and the crate's wider rule (any two
+/// tokens that spell one merge) never finds another pair to join. A token the file's merges do
+/// not build from its own bytes is never formed at all, in any text, and is left out, which
+/// changes nothing (only the whole-piece lookup of `ignore_merges` can return it).
+fn split_vocabulary(plan: &Plan) -> Result<(Vec<u32>, Vec<u32>, Vec<u32>), String> {
     let rank = ranks(plan);
-    let mut out: Vec<u32> = (0..plan.tokens.len() as u32).filter(|&id| plan.tokens[id as usize].is_some() && rank[id as usize].is_none()).collect();
-    let mut kept: Vec<u32> = (0..plan.tokens.len() as u32).filter(|&id| rank[id as usize].is_some()).collect();
+    let (table, bytes) = (plan.merge_table(), plan.byte_ids());
+    let formed = |id: u32| -> bool {
+        let Some(t) = plan.tokens[id as usize].as_deref() else { return false };
+        t.len() == 1 || merge_all(t.iter().map(|&b| bytes[b as usize]).collect(), &|l, r| table.get(&(l, r)).copied()) == [id]
+    };
+    let ids = 0..plan.tokens.len() as u32;
+    let mut out = scattered(plan);
+    out.extend(ids.clone().filter(|&id| plan.tokens[id as usize].is_some() && !formed(id)));
+    let mut kept: Vec<u32> = ids.filter(|&id| rank[id as usize].is_some() && !out.contains(&id)).collect();
     kept.sort_by_key(|&id| rank[id as usize]);
     for _ in 0..MAX_ROUNDS {
         let failing = not_built_from_below(plan, &kept);
         if failing.is_empty() {
-            return Ok((kept, out));
+            let mut looped: Vec<u32> = out.iter().copied().filter(|&id| formed(id)).collect();
+            looped.sort_unstable();
+            let mut out: Vec<u32> = out.into_iter().collect();
+            out.sort_unstable();
+            return Ok((kept, out, looped));
         }
         out.extend(failing.iter().copied());
         let failing: FxHashSet<u32> = failing.into_iter().collect();
@@ -104,8 +146,7 @@ fn not_built_from_below(plan: &Plan, kept: &[u32]) -> Vec<u32> {
 }
 
 pub fn build(plan: &Plan) -> Result<Automaton, String> {
-    let (kept, mut left_out) = split_vocabulary(plan)?;
-    left_out.sort_unstable();
+    let (kept, left_out, merge_loop) = split_vocabulary(plan)?;
     let dictionary: Vec<Vec<u8>> = kept.iter().map(|&id| plan.tokens[id as usize].clone().unwrap_or_default()).collect();
     // The crate panics on a hash collision unless given a factor that avoids one; the tokens are
     // distinct (a byte-level vocabulary decodes one way), so the search ends.
@@ -114,5 +155,5 @@ pub fn build(plan: &Plan) -> Result<Automaton, String> {
     // the file is declined rather than the process brought down.
     let bpe = catch_unwind(AssertUnwindSafe(|| BytePairEncoding::from_dictionary(dictionary, Some(factor))))
         .map_err(|_| "the bpe crate refused its vocabulary".to_string())?;
-    Ok(Automaton { bpe, to_id: kept, left_out })
+    Ok(Automaton { bpe, to_id: kept, left_out, merge_loop })
 }

@@ -12,7 +12,7 @@ fn stands_for_itself(b: u8) -> bool {
 }
 
 /// The character each byte is written as.
-fn alphabet() -> [char; 256] {
+pub fn alphabet() -> [char; 256] {
     let mut table = ['\0'; 256];
     let mut next = 256u32;
     for b in 0..=255u8 {

@@ -16,6 +16,8 @@ mod merge;
 mod plan;
 mod pretokenize;
 pub mod self_check;
+#[cfg(test)]
+mod tests;
 
 use std::borrow::Cow;
 
@@ -29,12 +31,11 @@ use pretokenize::Pretokenizer;
 
 use super::specials::SpecialTokens;
 
-/// The pieces the automaton cannot serve, and what serves them.
+/// What the automaton leaves out, and what serves it.
 struct LeftOut {
-    /// Finds a left-out token's bytes in a piece.
-    finder: AhoCorasick,
-    /// Every token by its bytes, for `ignore_merges` (None when the file does not set it).
-    whole: Option<FxHashMap<Vec<u8>, u32>>,
+    /// Finds, in a piece, a token merges form only through one of later rank; such a piece goes
+    /// through the merge loop (None: the file has none).
+    finder: Option<AhoCorasick>,
     /// The file's merges: (left, right) -> (priority, merged).
     merges: FxHashMap<(u32, u32), (u32, u32)>,
     byte_id: [u32; 256],
@@ -43,13 +44,22 @@ struct LeftOut {
 }
 
 impl LeftOut {
+    fn needs_loop(&self, piece: &str) -> bool {
+        self.finder.as_ref().is_some_and(|f| f.is_match(piece))
+    }
+
     fn encode(&self, piece: &[u8]) -> Vec<u32> {
-        if let Some(id) = self.whole.as_ref().and_then(|w| w.get(piece)) {
-            return vec![*id];
-        }
         let start = piece.iter().map(|&b| self.byte_id[b as usize]).collect();
         merge::merge_all(start, &|l, r| self.merges.get(&(l, r)).copied())
     }
+}
+
+/// How one piece is encoded.
+enum Route<'a> {
+    /// It is a token, and the file sets `ignore_merges`.
+    Whole(u32),
+    Loop(&'a LeftOut),
+    Automaton,
 }
 
 pub struct FastBpe {
@@ -60,6 +70,9 @@ pub struct FastBpe {
     bpe: BytePairEncoding,
     to_id: Vec<u32>,
     left_out: Option<LeftOut>,
+    /// Every token by its bytes, when the file sets `ignore_merges` (a piece that is a token is
+    /// that token, whatever the merges say).
+    whole: Option<FxHashMap<Vec<u8>, u32>>,
     special: SpecialTokens,
     added: Vec<String>,
     /// How the automaton was had: built now or read from the disk cache.
@@ -92,27 +105,16 @@ impl FastBpe {
         let left_out = if automaton.left_out.is_empty() {
             None
         } else {
-            let bytes: Vec<&[u8]> = automaton.left_out.iter().filter_map(|&id| plan.tokens.get(id as usize)?.as_deref()).collect();
-            let finder = AhoCorasick::new(&bytes).map_err(|e| format!("its left-out tokens do not build a matcher ({e})"))?;
-            let mut byte_id = [0u32; 256];
-            let mut whole = FxHashMap::default();
-            for (id, t) in plan.tokens.iter().enumerate() {
-                if let Some(t) = t {
-                    if t.len() == 1 {
-                        byte_id[t[0] as usize] = id as u32;
-                    }
-                    if plan.ignore_merges {
-                        whole.insert(t.clone(), id as u32);
-                    }
-                }
-            }
-            let mut merges = FxHashMap::default();
-            for (rank, &(a, b, m)) in plan.merges.iter().enumerate() {
-                merges.entry((a, b)).or_insert((rank as u32, m));
-            }
-            let tokens = bytes.iter().map(|b| b.to_vec()).collect();
-            Some(LeftOut { finder, whole: plan.ignore_merges.then_some(whole), merges, byte_id, tokens })
+            let bytes_of = |ids: &[u32]| -> Vec<Vec<u8>> { ids.iter().filter_map(|&id| plan.tokens.get(id as usize)?.clone()).collect() };
+            let looped = bytes_of(&automaton.merge_loop);
+            let finder = if looped.is_empty() {
+                None
+            } else {
+                Some(AhoCorasick::new(&looped).map_err(|e| format!("its left-out tokens do not build a matcher ({e})"))?)
+            };
+            Some(LeftOut { finder, merges: plan.merge_table(), byte_id: plan.byte_ids(), tokens: bytes_of(&automaton.left_out) })
         };
+        let whole = plan.ignore_merges.then(|| plan.tokens.iter().enumerate().filter_map(|(id, t)| Some((t.clone()?, id as u32))).collect());
         let raw: Vec<&plan::Added> = plan.added.iter().filter(|t| !t.normalized).collect();
         let normalized: Vec<&plan::Added> = plan.added.iter().filter(|t| t.normalized).collect();
         let normalize = |s: &str| if plan.nfc { nfc(s).into_owned() } else { s.to_string() };
@@ -124,15 +126,16 @@ impl FastBpe {
             bpe: automaton.bpe,
             to_id: automaton.to_id,
             left_out,
+            whole,
             special,
             added: plan.added.iter().map(|t| t.content.clone()).collect(),
             origin,
         })
     }
 
-    /// How many tokens the automaton leaves to the merge loop.
-    pub fn left_out(&self) -> usize {
-        self.left_out.as_ref().map_or(0, |l| l.finder.patterns_len())
+    /// How many tokens the automaton leaves out, and how many of them the merge loop serves.
+    pub fn left_out(&self) -> (usize, usize) {
+        self.left_out.as_ref().map_or((0, 0), |l| (l.tokens.len(), l.finder.as_ref().map_or(0, |f| f.patterns_len())))
     }
 
     /// The texts the load-time check compares on (`self_check::texts`).
@@ -157,8 +160,14 @@ impl FastBpe {
         });
     }
 
-    fn left_out_for(&self, piece: &str) -> Option<&LeftOut> {
-        self.left_out.as_ref().filter(|l| l.finder.is_match(piece))
+    fn route(&self, piece: &str) -> Route<'_> {
+        if let Some(&id) = self.whole.as_ref().and_then(|w| w.get(piece.as_bytes())) {
+            return Route::Whole(id);
+        }
+        match &self.left_out {
+            Some(l) if l.needs_loop(piece) => Route::Loop(l),
+            _ => Route::Automaton,
+        }
     }
 
     pub fn count(&self, text: &str) -> usize {
@@ -166,9 +175,10 @@ impl FastBpe {
         self.each(text, &mut |part| {
             let n = match part {
                 Part::Token(_) => 1,
-                Part::Text(piece) => match self.left_out_for(piece) {
-                    Some(l) => l.encode(piece.as_bytes()).len(),
-                    None => self.bpe.count(piece.as_bytes()),
+                Part::Text(piece) => match self.route(piece) {
+                    Route::Whole(_) => 1,
+                    Route::Loop(l) => l.encode(piece.as_bytes()).len(),
+                    Route::Automaton => self.bpe.count(piece.as_bytes()),
                 },
             };
             total = total.saturating_add(n);
@@ -180,9 +190,10 @@ impl FastBpe {
         let mut out = Vec::with_capacity(text.len() / 3);
         self.each(text, &mut |part| match part {
             Part::Token(id) => out.push(id),
-            Part::Text(piece) => match self.left_out_for(piece) {
-                Some(l) => out.extend(l.encode(piece.as_bytes())),
-                None => out.extend(
+            Part::Text(piece) => match self.route(piece) {
+                Route::Whole(id) => out.push(id),
+                Route::Loop(l) => out.extend(l.encode(piece.as_bytes())),
+                Route::Automaton => out.extend(
                     self.bpe.encode_via_backtracking(piece.as_bytes()).iter().map(|&t| self.to_id.get(t as usize).copied().unwrap_or(u32::MAX)),
                 ),
             },

@@ -233,3 +233,22 @@ pub fn read(json: &str) -> Result<Plan, Declined> {
         .collect();
     Ok(Plan { stages, nfc, tokens, merges, ignore_merges: model.ignore_merges, added })
 }
+
+impl Plan {
+    /// The merges as the tokenizers crate keys them: (left, right) -> (priority, merged); a pair
+    /// listed twice keeps its last place, as the crate's map does.
+    pub fn merge_table(&self) -> FxHashMap<(u32, u32), (u32, u32)> {
+        self.merges.iter().enumerate().map(|(rank, &(a, b, m))| ((a, b), (rank as u32, m))).collect()
+    }
+
+    /// The id of each single-byte token.
+    pub fn byte_ids(&self) -> [u32; 256] {
+        let mut ids = [0u32; 256];
+        for (id, t) in self.tokens.iter().enumerate() {
+            if let Some([b]) = t.as_deref() {
+                ids[*b as usize] = id as u32;
+            }
+        }
+        ids
+    }
+}
