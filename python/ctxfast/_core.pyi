@@ -172,6 +172,7 @@ class CacheInfo:
 
 #: How a special-token string in a text counts (``Tokenizer(special_tokens=...)``).
 _SpecialTokens = Literal["text", "matched"]
+_Engine = Literal["auto", "huggingface"]
 
 @final
 class Tokenizer:
@@ -261,6 +262,7 @@ class Tokenizer:
         cache_capacity: int | None = None,
         special_tokens: _SpecialTokens | None = None,
         as_written: bool = False,
+        engine: _Engine | None = None,
     ) -> Tokenizer:
         """A Hugging Face ``tokenizer.json`` file (Llama, Qwen, Mistral, ...).
 
@@ -269,7 +271,14 @@ class Tokenizer:
         the ``tokenizers`` package does. A byte-level vocabulary whose merges cannot reach some of
         its tokens (Llama 3's file as often packaged, ``ignore_merges: false``) is loaded with
         ``ignore_merges: true``, as Meta's encoder behaves; ``adjustments`` says so, and
-        ``as_written=True`` keeps the file's setting.
+        ``as_written=True`` keeps the file's setting. ``engine="auto"`` counts a byte-level BPE with
+        the fast engine when it serves the file and agrees with the tokenizers crate at load
+        (``engine`` and ``engine_note`` say which); ``"huggingface"`` always uses the crate.
+
+        The fast engine (GitHub's ``bpe`` crate compiled from the file) serves Llama 3, Qwen2/2.5/3,
+        Mistral's tekken, DeepSeek and other byte-level BPE files; it builds its automaton once
+        (about 1-2 s) and keeps it in ``$CTXFAST_CACHE_DIR`` (default ``~/.cache/ctxfast``;
+        ``CTXFAST_CACHE_DIR=off`` disables it). SentencePiece and other files stay on the crate.
 
         Truncation and padding settings in the file are switched off, because a counter must
         see every token. Added tokens that are not special (``special: false``) are always
@@ -280,6 +289,7 @@ class Tokenizer:
             cache_capacity: Entries in this tokenizer's own count cache (default 65,536).
             special_tokens: ``"text"`` (default) or ``"matched"``.
             as_written: Load the file exactly as written (no ``ignore_merges`` fix).
+            engine: ``"auto"`` (default) or ``"huggingface"``.
 
         Returns:
             A tokenizer named ``"huggingface:<model kind>"``, e.g. ``"huggingface:bpe"``.
@@ -292,7 +302,12 @@ class Tokenizer:
         """
     @staticmethod
     def from_json(
-        text: str, *, cache_capacity: int | None = None, special_tokens: _SpecialTokens | None = None, as_written: bool = False
+        text: str,
+        *,
+        cache_capacity: int | None = None,
+        special_tokens: _SpecialTokens | None = None,
+        as_written: bool = False,
+        engine: _Engine | None = None,
     ) -> Tokenizer:
         """A Hugging Face tokenizer from the text of its ``tokenizer.json``.
 
@@ -309,7 +324,12 @@ class Tokenizer:
         """
     @staticmethod
     def from_hf(
-        obj: Any, *, cache_capacity: int | None = None, special_tokens: _SpecialTokens | None = None, as_written: bool = False
+        obj: Any,
+        *,
+        cache_capacity: int | None = None,
+        special_tokens: _SpecialTokens | None = None,
+        as_written: bool = False,
+        engine: _Engine | None = None,
     ) -> Tokenizer:
         """A ``tokenizers.Tokenizer``, serialised into the core once.
 
@@ -496,6 +516,12 @@ class Tokenizer:
     @property
     def adjustments(self) -> list[str]:
         """What loading changed in the vocabulary's file, in words (empty: nothing)."""
+    @property
+    def engine(self) -> str:
+        """The engine that counts: ``"bpe"`` (fast), ``"huggingface"``, ``"o200k_base"``, ``"approximate"``..."""
+    @property
+    def engine_note(self) -> str:
+        """Why that engine counts, in words (for a tokenizer.json, why the fast engine declined)."""
     def special_tokens_in(self, text: str) -> list[str]:
         """The vocabulary's control-token strings found in ``text``, each once, in order of first
         appearance: ``<|eot_id|>`` in a user message is read as an end of turn by a server that

@@ -130,8 +130,9 @@ fn stages(pre: Option<&Value>) -> Result<Vec<String>, Declined> {
         _ => vec![pre],
     };
     let Some((last, splits)) = steps.split_last() else { return Err("an empty pre-tokenizer sequence".into()) };
-    if last.get("type").and_then(Value::as_str) != Some("ByteLevel") {
-        return Err("a pre-tokenizer that does not end in ByteLevel".into());
+    match last.get("type").and_then(Value::as_str) {
+        Some("ByteLevel") => {}
+        other => return Err(format!("the {} pre-tokenizer (not byte-level)", other.unwrap_or("unnamed"))),
     }
     let mut out = Vec::new();
     for step in splits {
