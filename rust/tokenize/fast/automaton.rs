@@ -70,6 +70,9 @@ fn scattered(plan: &Plan) -> FxHashSet<u32> {
     out
 }
 
+/// Kept (in rank order), left out, and served by the merge loop: token ids.
+type Parts = (Vec<u32>, Vec<u32>, Vec<u32>);
+
 /// The ids of the tokens that fit the crate's model, in rank order; those that do not; and,
 /// among those, the ones the file's merges can form (`Automaton::merge_loop`).
 ///
@@ -79,7 +82,7 @@ fn scattered(plan: &Plan) -> FxHashSet<u32> {
 /// tokens that spell one merge) never finds another pair to join. A token the file's merges do
 /// not build from its own bytes is never formed at all, in any text, and is left out, which
 /// changes nothing (only the whole-piece lookup of `ignore_merges` can return it).
-fn split_vocabulary(plan: &Plan) -> Result<(Vec<u32>, Vec<u32>, Vec<u32>), String> {
+fn split_vocabulary(plan: &Plan) -> Result<Parts, String> {
     let rank = ranks(plan);
     let (table, bytes) = (plan.merge_table(), plan.byte_ids());
     let formed = |id: u32| -> bool {
