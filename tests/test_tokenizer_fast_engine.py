@@ -131,18 +131,37 @@ def _cached(name: str) -> tuple[ctxfast.Tokenizer, Any]:
     return _PAIRS[name]
 
 
-@pytest.mark.parametrize("kind", ["repeated_a", "spaces", "newlines", "random_letters", "base64", "digits"])
-def test_pathological_megabyte_is_exact_and_linear(kind: str) -> None:
-    fast, _ = _cached("llama3")
-    crate = ctxfast.Tokenizer.from_file(FILES["llama3"](), engine="huggingface")
+@pytest.mark.parametrize("kind", list(PATHOLOGICAL))
+@pytest.mark.parametrize("name", ["llama3", "tekken"])
+def test_pathological_megabyte_is_exact_and_linear(name: str, kind: str) -> None:
+    """A megabyte of one character takes the run shortcut (``runs.rs``); the count must still
+    be the tokenizers crate's."""
+    fast, _ = _cached(name)
+    crate = _crate(name)
     text = PATHOLOGICAL[kind](1_000_000)
     start = time.perf_counter()
     n = fast.count(text, cache=False)
     elapsed = time.perf_counter() - start
     assert n == crate.count(text, cache=False)
-    # Measured 7-55 ms in a release build (README); a quadratic piece would take minutes.
+    # Measured 4-73 ms in a release build (README); a quadratic piece would take minutes.
     if ctxfast.build_profile == "release":
         assert elapsed < 1.0, f"{kind}: {elapsed:.2f} s"
+
+
+_CRATES: dict[str, ctxfast.Tokenizer] = {}
+
+
+def _crate(name: str) -> ctxfast.Tokenizer:
+    if name not in _CRATES:
+        _CRATES[name] = ctxfast.Tokenizer.from_file(FILES[name](), engine="huggingface")
+    return _CRATES[name]
+
+
+def test_runs_of_one_character_at_every_length_near_the_shortcut() -> None:
+    fast, ref = _cached("tekken")
+    for unit in [" ", "\t", "a", "é", "日", "\n"]:
+        for n in [65_535, 65_536, 65_537, 65_600, 70_001]:
+            assert_same(fast, ref, unit * n)
 
 
 def test_engine_choice_and_pickle() -> None:

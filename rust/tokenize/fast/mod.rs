@@ -15,6 +15,7 @@ mod disk_cache;
 mod merge;
 mod plan;
 mod pretokenize;
+mod runs;
 pub mod self_check;
 #[cfg(test)]
 mod tests;
@@ -178,7 +179,10 @@ impl FastBpe {
                 Part::Text(piece) => match self.route(piece) {
                     Route::Whole(_) => 1,
                     Route::Loop(l) => l.encode(piece.as_bytes()).len(),
-                    Route::Automaton => self.bpe.count(piece.as_bytes()),
+                    Route::Automaton => match runs::split(&self.bpe, piece) {
+                        Some((_, copies, tail)) => copies.saturating_add(tail.len()),
+                        None => self.bpe.count(piece.as_bytes()),
+                    },
                 },
             };
             total = total.saturating_add(n);
@@ -193,9 +197,16 @@ impl FastBpe {
             Part::Text(piece) => match self.route(piece) {
                 Route::Whole(id) => out.push(id),
                 Route::Loop(l) => out.extend(l.encode(piece.as_bytes())),
-                Route::Automaton => out.extend(
-                    self.bpe.encode_via_backtracking(piece.as_bytes()).iter().map(|&t| self.to_id.get(t as usize).copied().unwrap_or(u32::MAX)),
-                ),
+                Route::Automaton => {
+                    let id = |t: u32| self.to_id.get(t as usize).copied().unwrap_or(u32::MAX);
+                    match runs::split(&self.bpe, piece) {
+                        Some((t, copies, tail)) => {
+                            out.extend(std::iter::repeat_n(id(t), copies));
+                            out.extend(tail.into_iter().map(id));
+                        }
+                        None => out.extend(self.bpe.encode_via_backtracking(piece.as_bytes()).into_iter().map(id)),
+                    }
+                }
             },
         });
         out

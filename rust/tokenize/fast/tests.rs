@@ -91,6 +91,21 @@ fn ids_equal_the_tokenizers_crate_in_every_configuration() {
 }
 
 #[test]
+fn long_runs_of_one_character_agree() {
+    let (fast, hf) = both(&json(false, true), SpecialTokens::Text);
+    let engine = super::FastBpe::build(&json(false, true), SpecialTokens::Text).unwrap();
+    let split = super::runs::split(&engine.bpe, &"a".repeat(100_000));
+    assert!(split.is_some_and(|(_, copies, _)| copies > 40_000), "the shortcut is taken");
+    for unit in ["a", " ", "\t", "é", "b", "日"] {
+        for n in [super::runs::MIN_RUN - 1, super::runs::MIN_RUN, 70_001, 100_000] {
+            let text = unit.repeat(n / unit.len());
+            assert_eq!(fast.encode(&text).unwrap(), hf.encode(&text).unwrap(), "{unit:?} x {n}");
+            assert_eq!(fast.count_uncached(&text).unwrap(), hf.count_uncached(&text).unwrap());
+        }
+    }
+}
+
+#[test]
 fn the_vocabulary_is_split_as_the_crate_needs() {
     let text = json(false, true);
     let p = plan::read(&text).unwrap();
