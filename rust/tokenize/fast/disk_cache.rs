@@ -78,7 +78,11 @@ pub fn store_in(dir: &Path, json: &str, a: &Automaton) -> Result<PathBuf, String
     data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
     data.extend_from_slice(&payload);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let partial = target.with_extension(format!("{}.tmp", std::process::id()));
+    // Unique per process and per call, so two loads of one file (threads or processes) never
+    // write the same temporary file.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let partial = target.with_extension(format!("{}-{call}.tmp", std::process::id()));
     std::fs::write(&partial, &data).map_err(|e| format!("{}: {e}", partial.display()))?;
     std::fs::rename(&partial, &target).map_err(|e| {
         let _ = std::fs::remove_file(&partial);
