@@ -234,3 +234,16 @@ def test_the_disk_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("CTXFAST_CACHE_DIR", "off")
     off = ctxfast.Tokenizer.from_json(text)
     assert off.engine == "bpe" and "not cached: the cache is off" in off.engine_note
+
+
+def test_concurrent_loads_share_the_cache_safely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = tiny_byte_level(tmp_path)
+    monkeypatch.setenv("CTXFAST_CACHE_DIR", str(tmp_path / "shared"))
+    with ThreadPoolExecutor(4) as pool:
+        loaded = list(pool.map(lambda _: ctxfast.Tokenizer.from_json(text), range(8)))
+    assert {t.engine for t in loaded} == {"bpe"}
+    assert len({tuple(t.encode("the cat sat on the mat 12345")) for t in loaded}) == 1
+    assert [p.name for p in (tmp_path / "shared").iterdir() if p.suffix == ".tmp"] == []
+    assert "read from the disk cache" in ctxfast.Tokenizer.from_json(text).engine_note
