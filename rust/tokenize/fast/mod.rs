@@ -173,12 +173,21 @@ impl FastBpe {
 
     pub fn count(&self, text: &str) -> usize {
         let mut total = 0usize;
+        // Pieces the merge loop serves recur (Japanese verb endings in Llama 3): counted once a call.
+        let mut looped: FxHashMap<Box<str>, usize> = FxHashMap::default();
         self.each(text, &mut |part| {
             let n = match part {
                 Part::Token(_) => 1,
                 Part::Text(piece) => match self.route(piece) {
                     Route::Whole(_) => 1,
-                    Route::Loop(l) => l.encode(piece.as_bytes()).len(),
+                    Route::Loop(l) => match looped.get(piece) {
+                        Some(&n) => n,
+                        None => {
+                            let n = l.encode(piece.as_bytes()).len();
+                            looped.insert(piece.into(), n);
+                            n
+                        }
+                    },
                     Route::Automaton => match runs::split(&self.bpe, piece) {
                         Some((_, copies, tail)) => copies.saturating_add(tail.len()),
                         None => self.bpe.count(piece.as_bytes()),
