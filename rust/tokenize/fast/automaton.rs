@@ -135,8 +135,8 @@ fn not_built_from_below(plan: &Plan, kept: &[u32]) -> Vec<u32> {
         let pair = |l: u32, r: u32| -> Option<(u32, u32)> {
             let mut buf = joined.borrow_mut();
             buf.clear();
-            buf.extend_from_slice(bytes(kept[l as usize]));
-            buf.extend_from_slice(bytes(kept[r as usize]));
+            buf.extend_from_slice(bytes(*kept.get(l as usize)?));
+            buf.extend_from_slice(bytes(*kept.get(r as usize)?));
             position.get(buf.as_slice()).filter(|&&q| q != me).map(|&q| (q, q))
         };
         let start: Vec<u32> = b.iter().map(|&x| byte_pos[x as usize]).collect();
