@@ -277,7 +277,7 @@ class Tokenizer:
 
         The fast engine (GitHub's ``bpe`` crate compiled from the file) serves Llama 3, Qwen2/2.5/3,
         Mistral's tekken, DeepSeek and other byte-level BPE files; it builds its automaton once
-        (about 1-2 s) and keeps it in ``$CTXFAST_CACHE_DIR`` (default ``~/.cache/ctxfast``;
+        (about 2 s) and keeps it in ``$CTXFAST_CACHE_DIR`` (default ``~/.cache/ctxfast``;
         ``CTXFAST_CACHE_DIR=off`` disables it). SentencePiece and other files stay on the crate.
 
         Truncation and padding settings in the file are switched off, because a counter must
