@@ -31,7 +31,6 @@ Nemo (the template mistral-common generates for tekken, its tekken vocabulary).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -41,6 +40,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpora  # noqa: E402,F401  (puts tests/ on sys.path)
+import reporting  # noqa: E402
 
 import ctxfast  # noqa: E402
 from ctxfast import Budget, ChatTemplate, Tokenizer, chat  # noqa: E402
@@ -185,16 +185,7 @@ def report(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--json", type=Path)
-    a = p.parse_args()
-    if ctxfast.build_profile != "release" and not a.quick:
-        raise SystemExit(f"refusing to time a {ctxfast.build_profile!r} build: pip install . (release)")
-    rows = run(quick=a.quick)
-    if a.json:
-        a.json.write_text(json.dumps(rows, indent=1))
-    print(report(rows))
+    reporting.runner_main(__doc__ or "", run, report)
 
 
 if __name__ == "__main__":

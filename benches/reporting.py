@@ -125,3 +125,21 @@ def main(
     print(text)
     if strict and args.strict and not all(ok for _, ok in verdicts):
         raise SystemExit(1)
+
+
+def runner_main(doc: str, run: Callable[..., list[dict]], report: Callable[[list[dict]], str]) -> None:
+    """The command line of a runner that times things itself (``cpu_prefill.py``,
+    ``bpe_engine.py``): ``--quick`` (what CI runs), ``--json PATH`` for the rows, the table on
+    stdout. A full run refuses anything but a release build."""
+    import ctxfast
+
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json", type=Path)
+    a = p.parse_args()
+    if ctxfast.build_profile != "release" and not a.quick:
+        raise SystemExit(f"refusing to time a {ctxfast.build_profile!r} build: pip install . (release)")
+    rows = run(quick=a.quick)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    print(report(rows))
