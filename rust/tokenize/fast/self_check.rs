@@ -56,7 +56,8 @@ pub fn texts(n: usize, token: &dyn Fn(usize) -> Vec<u8>, left_out: &[Vec<u8>], a
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut out: Vec<String> = FIXED.iter().map(|s| s.to_string()).collect();
     let random = |rng: &mut Rng, k: usize| -> Vec<u8> { (0..k).flat_map(|_| token(rng.next(n))).collect() };
-    for t in left_out.iter().chain(added.iter().take(64).map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>().iter()) {
+    let inside = left_out.iter().map(Vec::as_slice).chain(added.iter().take(64).map(|a| a.as_bytes()));
+    for t in inside {
         let mut s = random(&mut rng, 2);
         s.extend_from_slice(t);
         s.extend(random(&mut rng, 2));
