@@ -145,7 +145,7 @@ def test_pathological_megabyte_is_exact_and_linear(name: str, kind: str) -> None
     assert n == crate.count(text, cache=False)
     # Measured 4-73 ms in a release build (README); a quadratic piece would take minutes.
     if ctxfast.build_profile == "release":
-        assert elapsed < 1.0, f"{kind}: {elapsed:.2f} s"
+        assert elapsed < 3.0, f"{kind}: {elapsed:.2f} s"
 
 
 _CRATES: dict[str, ctxfast.Tokenizer] = {}
