@@ -46,17 +46,9 @@ pub struct HfEngine {
 }
 
 impl HfEngine {
-    pub fn from_json(json: &str) -> CtxResult<Self> {
-        Self::from_json_with(json, SpecialTokens::Text, false)
-    }
-
-    /// `special`: whether special-token strings in a text count as text (the tokenizers crate's
-    /// `encode_special_tokens`) or as their tokens; `as_written`: no `hf_adjust` fix.
-    pub fn from_json_with(json: &str, special: SpecialTokens, as_written: bool) -> CtxResult<Self> {
-        Self::load(json, special, as_written, EngineChoice::Auto)
-    }
-
-    /// `from_json_with`, choosing the engine (`EngineChoice`).
+    /// The engine for a tokenizer.json text. `special`: whether special-token strings in a text
+    /// count as text (the tokenizers crate's `encode_special_tokens`) or as their tokens;
+    /// `as_written`: no `hf_adjust` fix; `choice`: whether the fast engine may serve it.
     pub fn load(json: &str, special: SpecialTokens, as_written: bool, choice: EngineChoice) -> CtxResult<Self> {
         let fixed = if as_written { None } else { super::hf_adjust::adjusted(json)? };
         let (text, notes) = match &fixed {
