@@ -93,9 +93,34 @@ impl Ladder<'_> {
         if cut.is_empty() && !text.is_empty() {
             return Ok((None, limited));
         }
+        Ok((self.shorten(m, cut, overhead, rung)?, limited))
+    }
+
+    /// Segment `m` shortened to at most `after` tokens (framing included), as the previous
+    /// request sent it: the same cut of the same text is the same text.
+    pub(super) fn truncate_to(&mut self, m: usize, after: usize, rung: usize) -> CtxResult<Option<LayerSet>> {
+        if !self.seg_alive[m] || after >= self.seg_tokens[m] {
+            return Ok(None);
+        }
+        let overhead = match self.segs[m].tokens {
+            Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
+            None => 0,
+        };
+        let text = self.seg_text[m].as_deref().unwrap_or(&self.segs[m].text);
+        let cut = self.counter.truncate(text, after.saturating_sub(overhead).max(1))?;
+        if cut.is_empty() {
+            return Ok(None);
+        }
+        self.shorten(m, cut, overhead, rung)
+    }
+
+    /// Sends `cut` in place of segment `m`'s text, when that is smaller.
+    fn shorten(&mut self, m: usize, cut: String, overhead: usize, rung: usize) -> CtxResult<Option<LayerSet>> {
+        let layer = self.segs[m].layer;
+        let before = self.seg_tokens[m];
         let after = self.counter.count(&cut)? + overhead;
         if after >= before {
-            return Ok((None, limited));
+            return Ok(None);
         }
         self.seg_tokens[m] = after;
         self.seg_text[m] = Some(cut);
@@ -105,7 +130,7 @@ impl Ladder<'_> {
             Some(t) => t.after = after,
             None => self.truncations.push(Truncation { index: m, rung, before, after }),
         }
-        Ok((Some(LayerSet::of(&[layer])), limited))
+        Ok(Some(LayerSet::of(&[layer])))
     }
 
     /// Replaces a tool exchange by its record when that is smaller.

@@ -5,6 +5,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::budget::Budget;
+use super::cache::Pin;
 use super::ladder::Ladder;
 use super::naming::InputNames;
 use super::outcome::{DigestRecord, FitLedger, Kept, Removal, Taken, Target, Truncation};
@@ -31,6 +32,22 @@ pub struct FitOutcome {
     pub count_calls: usize,
     pub trace: Trace,
     pub ledger: FitLedger,
+    /// How many of `removals` and `truncations` (from the start) repeat the previous request's
+    /// cut (`FitOptions::pins`) rather than a rung's own choice.
+    pub pinned: (usize, usize),
+}
+
+/// What a fit needs beyond the request, the budget and the policy. `Default` is a plain fit.
+#[derive(Clone, Copy, Default)]
+pub struct FitOptions<'a> {
+    /// Set when the kept texts are sent joined into one text.
+    pub separator: Option<&'a str>,
+    /// What a segment the ladder creates (a digest record) costs beyond its text.
+    pub framing: usize,
+    /// Names units by the caller's input positions in the trace and `Unfittable`.
+    pub names: Option<&'a InputNames>,
+    /// Removals the previous request made, repeated before any rung runs (`cache::plan`).
+    pub pins: &'a [Pin],
 }
 
 /// Fits `segs` (with their exact `counts`) under `budget` by `policy`. `framing` is what a segment
@@ -44,7 +61,7 @@ pub fn fit(
     separator: Option<&str>,
     framing: usize,
 ) -> CtxResult<FitOutcome> {
-    fit_named(segs, counts, budget, policy, counter, separator, framing, None)
+    fit_with(segs, counts, budget, policy, counter, &FitOptions { separator, framing, ..Default::default() })
 }
 
 /// `fit`, with the trace and `Unfittable` naming units by the caller's input positions
@@ -60,6 +77,19 @@ pub fn fit_named(
     framing: usize,
     names: Option<&InputNames>,
 ) -> CtxResult<FitOutcome> {
+    fit_with(segs, counts, budget, policy, counter, &FitOptions { separator, framing, names, pins: &[] })
+}
+
+/// The fit itself, with every option.
+pub fn fit_with(
+    segs: &[&SegmentData],
+    counts: &[usize],
+    budget: &Budget,
+    policy: &Policy,
+    counter: &dyn TokenSource,
+    opts: &FitOptions<'_>,
+) -> CtxResult<FitOutcome> {
+    let FitOptions { separator, framing, names, pins } = *opts;
     let sep_tokens = match separator {
         Some(s) if !s.is_empty() => check_count(counter.count(s)?, "the separator's count")?,
         _ => 0,
@@ -74,6 +104,9 @@ pub fn fit_named(
     let start_total = lad.total();
     let order = display_order(lad.present);
     let cap_overruns = cap_overruns(&order, budget, &start_layers);
+    // The previous request's cut first: what it removed leaves again the same way, so what it
+    // sent is still the start of this request (the provider's cached prefix).
+    let pinned = lad.apply_pins(pins)?;
     let refuse = |lad: &mut Ladder<'_>| -> CtxError {
         let mut u = unfittable(lad);
         let mut trace = Trace::assemble(lad, &order, budget, &start_layers, &cap_overruns, start_total, u.total, 0);
@@ -157,6 +190,7 @@ pub fn fit_named(
         count_calls,
         trace,
         ledger,
+        pinned,
     })
 }
 

@@ -345,7 +345,7 @@ impl<'a> Ladder<'a> {
         Ok(())
     }
 
-    fn row(&self, label: String, layers: LayerSet, before: usize, action: Action) -> Row {
+    pub(super) fn row(&self, label: String, layers: LayerSet, before: usize, action: Action) -> Row {
         let total_after = self.total();
         let (layer, layer_after) = self.layer_column(layers);
         Row {

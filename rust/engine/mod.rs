@@ -6,10 +6,12 @@
 //! fit returns), `refusal` (the `Unfittable` it raises instead), `trace` / `render` (assembling
 //! and writing the trace), `naming` (how both name units), `policy` / `policy_format` /
 //! `describe` / `presets` (policies as data), `rank` (the rank orders), `digest` (the record left
-//! for a tool exchange), `source` (what the ladder needs from a tokenizer).
+//! for a tool exchange), `source` (what the ladder needs from a tokenizer), `cache` (cuts that
+//! keep the previous request's prefix for the provider's prompt cache).
 
 mod actions;
 pub mod budget;
+pub mod cache;
 mod describe;
 pub mod digest;
 pub mod fit;
@@ -28,7 +30,7 @@ pub mod trace;
 mod units;
 
 pub use budget::Budget;
-pub use fit::{fit, fit_named, FitOutcome};
+pub use fit::{fit, fit_named, fit_with, FitOptions, FitOutcome};
 pub use naming::InputNames;
 pub use outcome::{DigestRecord, FitLedger, Kept, Removal, Row, Section, Taken, Target, Truncation};
 pub use policy::{Action, Filter, Floor, Order, Policy, Rung, Until};

@@ -137,6 +137,9 @@ impl Trace {
             }
         }
         lines.push(String::new());
+        if let Some(cache) = &self.cache {
+            lines.push(format!("cache   {cache}"));
+        }
         lines.extend(self.summary());
         let mut out = String::new();
         for line in lines {

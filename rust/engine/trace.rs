@@ -34,6 +34,8 @@ pub struct Trace {
     pub floor_reached: bool,
     /// The trace of an attempt that ended `Unfittable`: the last line says so.
     pub failed: bool,
+    /// What the provider's prompt cache will do with the request, in one line.
+    pub cache: Option<String>,
 }
 
 /// The layers the request holds, in display order: system first, the current turn last, so the
@@ -99,6 +101,7 @@ impl Trace {
             units_digested: lad.digests.len(),
             floor_reached: lad.floor_reached,
             failed: false,
+            cache: None,
         }
     }
 }

@@ -167,6 +167,7 @@ mod tests {
             count_calls: 1,
             trace: Default::default(),
             ledger: FitLedger::default(),
+            pinned: (0, 0),
         }
     }
 

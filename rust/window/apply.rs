@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::ledger::{Cause, Status};
 use super::{Changes, Entry, Removed, Window, WindowFit};
-use crate::engine::{self, Budget, FitOutcome, Kept, SegmentData, Taken, Target, TokenSource};
+use crate::engine::{self, cache, Budget, FitOptions, FitOutcome, Kept, SegmentData, Taken, Target, TokenSource};
 use crate::error::{CtxError, CtxResult};
 use crate::limits::{add_total, checked_total};
 
@@ -32,19 +32,9 @@ impl Window {
         let outcome = match self.low_watermark {
             Some(w) if held > budget.ceiling() && w < 1.0 => {
                 let low = (((budget.ceiling() as f64) * w).floor() as usize).max(1);
-                let low_budget = Budget::new(low + self.reserve, self.reserve, [None; 8])?;
-                match engine::fit(&segs, &counts, &low_budget, &self.policy, counter, None, 0) {
-                    // Report against the real window; the rows are "over" the watermark.
-                    Ok(mut o) => {
-                        o.ceiling = budget.ceiling();
-                        o.over_by = o.trace.start_total.saturating_sub(budget.ceiling());
-                        o.trace.window = budget.window;
-                        o.trace.ceiling = budget.ceiling();
-                        o.trace.target = Some(low);
-                        o
-                    }
+                match cache::plan::fit_aiming(&segs, &counts, &budget, &self.policy, counter, &FitOptions::default(), Some(low)) {
                     Err(CtxError::Unfittable(_)) => engine::fit(&segs, &counts, &budget, &self.policy, counter, None, 0)?,
-                    Err(e) => return Err(e),
+                    other => other?,
                 }
             }
             _ => engine::fit(&segs, &counts, &budget, &self.policy, counter, None, 0)?,
