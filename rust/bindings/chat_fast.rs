@@ -15,7 +15,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use super::records::{fit_columns, Columns, Rebuild, Record};
+use super::cache_plan::CacheArgs;
+use super::records::{fit_columns, About, Columns, Rebuild, Record};
 use crate::engine::{Layer, ToolCall};
 use crate::payload::chat::{pairs_hold, units, Role};
 use crate::payload::framing::OPENAI_CHAT;
@@ -170,9 +171,10 @@ fn message<'py>(m: &Bound<'py, PyAny>) -> Option<Read<'py>> {
 /// Fits a Chat Completions message list, or returns None for the Python reader to do it (see the
 /// module docstring). `schema` holds the tool schemas' strings as the adapter rendered them, and
 /// `schema_tokens` their constant tokens: `(alone, sharing)`, without a system message and with
-/// one (the namespace then joins it).
+/// one (the namespace then joins it). `previous` and `cache` are `fit_messages`'s (the default
+/// profile is OpenAI's).
 #[pyfunction]
-#[pyo3(signature = (messages, schema, schema_tokens, budget, policy=None, tokenizer=None, *, pin_first_user=false))]
+#[pyo3(signature = (messages, schema, schema_tokens, budget, policy=None, tokenizer=None, *, pin_first_user=false, previous=None, cache=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _fit_chat_fast(
     py: Python<'_>,
@@ -183,7 +185,10 @@ pub fn _fit_chat_fast(
     policy: Option<&Bound<'_, PyAny>>,
     tokenizer: Option<&Bound<'_, PyAny>>,
     pin_first_user: bool,
+    previous: Option<&Bound<'_, PyAny>>,
+    cache: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<Rebuild>> {
+    let about = About { cache: CacheArgs::read(previous, cache, "openai")?, provider: Some("openai".into()), exactness: None };
     let Ok(list) = messages.cast::<PyList>() else { return Ok(None) };
     if list.is_empty() {
         return Ok(None);
@@ -259,5 +264,5 @@ pub fn _fit_chat_fast(
     let labels = vec!["<tool schemas>".to_string(), "<reply priming>".to_string()];
     let cols = Columns { strings, ends, extra, layers, records, labels };
     let digest_framing = OPENAI_CHAT.per_message + 1; // a user message: framing + its role
-    fit_columns(py, cols, budget, policy, tokenizer, digest_framing, "messages").map(Some)
+    fit_columns(py, cols, budget, policy, tokenizer, digest_framing, "messages", about).map(Some)
 }

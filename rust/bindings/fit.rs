@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyMapping, PyString};
 
 use super::args;
+use super::cache_plan::{attach, CacheArgs};
 use super::budget::Budget;
 use super::counting::{resolve_tokenizer, with_source};
 use super::errors::InvalidArgumentError;
@@ -13,7 +14,8 @@ use super::outcome_build::{build_fit, Originals};
 use super::policy::policy_arg;
 use super::segment::{segments_arg, settle_counts};
 use super::segment::Segment;
-use crate::engine::{self, InputNames, SegmentData};
+use crate::engine::cache::{fingerprint, fit_planned, settle};
+use crate::engine::{FitOptions, InputNames, SegmentData};
 
 /// The names the trace and `Unfittable` use for the caller's input: segment `i` is
 /// `input_name[i]`, except a segment whose `meta` is a mapping with a str under "fixed" (tool
@@ -49,10 +51,14 @@ fn input_names(py: Python<'_>, segs: &[Bound<'_, Segment>], input: &str) -> PyRe
 /// - separator: set it when the kept texts are sent joined into one text.
 /// - framing: what each digest record costs beyond its text (the adapters set it).
 /// - input_name: name units by input position in the trace and `Unfittable` (`messages[3..6]`).
+/// - previous: the previous turn's Fit: its cut is kept while it fits, so the provider's cached
+///   prefix survives; when it must move it moves far (hysteresis). See `Fit.cache`.
+/// - cache: a CacheProfile or its name ("openai", "anthropic", "llama.cpp", "vllm", "none", the
+///   default here).
 ///
 /// Returns a Fit: kept (what to send), evicted, truncated, total, trace (explain()).
 #[pyfunction]
-#[pyo3(signature = (segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None, input_name=None))]
+#[pyo3(signature = (segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None, input_name=None, previous=None, cache=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn fit(
     py: Python<'_>,
@@ -63,7 +69,10 @@ pub fn fit(
     separator: Option<&Bound<'_, PyAny>>,
     framing: Option<&Bound<'_, PyAny>>,
     input_name: Option<&Bound<'_, PyAny>>,
+    previous: Option<&Bound<'_, PyAny>>,
+    cache: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Fit> {
+    let cached = CacheArgs::read(previous, cache, "none")?;
     let framing = args::opt_tokens(framing, "framing")?.unwrap_or(0);
     let input_name = match input_name {
         Some(n) if !n.is_none() => Some(args::text(n, "input_name")?.to_string()),
@@ -85,9 +94,20 @@ pub fn fit(
     let counts = settle_counts(py, tok, &segs)?;
     let data: Vec<&SegmentData> = segs.iter().map(|s| s.get().data.as_ref()).collect();
     let (budget, policy) = (&budget.get().inner, &policy.get().inner);
-    let out = with_source(py, tok, data.len(), |src| {
-        engine::fit_named(&data, &counts, budget, policy, src, sep, framing, names.as_ref())
+    let fps: Vec<u64> = data.iter().zip(&counts).map(|(d, &n)| fingerprint(d, n)).collect();
+    let opts = FitOptions { separator: sep, framing, names: names.as_ref(), pins: &[] };
+    let previous = cached.previous.as_deref();
+    let planned = with_source(py, tok, data.len(), |src| {
+        fit_planned(&data, &counts, &fps, budget, policy, src, &opts, previous, &cached.profile)
     })?;
+    let mut out = planned.outcome;
+    let rungs = policy.rungs.iter().map(|r| r.name.clone()).collect();
+    let (sent, report) = settle(&mut out, planned.cut, &fps, &counts, &[], rungs, previous, &cached.profile, None, Vec::new(), cached.asked);
     let objects = Originals::Objects(segs.iter().map(|s| s.clone().unbind()).collect());
-    build_fit(py, objects, policy, tok.counter_id(), out)
+    let mut fit = build_fit(py, objects, policy, tok.counter_id(), out)?;
+    attach(py, &mut fit, sent, report)?;
+    if !tok.is_exact() {
+        fit.exactness = "estimate".into();
+    }
+    Ok(fit)
 }

@@ -10,6 +10,7 @@
 
 mod args;
 mod budget;
+mod cache_plan;
 mod cache_info;
 mod callable;
 mod chat_fast;
@@ -57,6 +58,8 @@ mod _core {
     use super::counting::_resolve_tokenizer;
     #[pymodule_export]
     use super::outcome::{Eviction, Fit, FitLedger, Trace, Truncation};
+    #[pymodule_export]
+    use super::cache_plan::{CacheProfile, CacheReport};
     #[pymodule_export]
     use super::fit::fit;
     #[pymodule_export]

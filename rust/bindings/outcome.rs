@@ -3,14 +3,17 @@
 //! the caller's own objects, or (for the adapters' columnar entry) made only when asked for.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
 
+use super::cache_plan::CacheReport;
 use super::layer::PromptLayer;
 use super::outcome_build::{Originals, SegRef};
 use super::segment::Segment;
+use crate::engine::cache::Sent;
 use crate::engine::{self, Layer};
 
 /// A segment that left the request in a `fit`, from `Fit.evicted`.
@@ -185,6 +188,11 @@ pub struct Fit {
     pub(super) ledger: Py<FitLedger>,
     /// The rendered prompt that is sent, for a fit by a chat template (`chat.fit_messages`).
     pub(super) prompt: Option<String>,
+    /// What was sent, as the next turn's `previous=` compares it.
+    pub(super) sent: Arc<Sent>,
+    pub(super) cache: Py<CacheReport>,
+    pub(super) exactness: String,
+    pub(super) provider: Option<String>,
 }
 
 impl Fit {
@@ -270,6 +278,39 @@ impl Fit {
     #[getter]
     fn prompt(&self) -> Option<&str> {
         self.prompt.as_deref()
+    }
+    /// What the provider's prompt cache is predicted to do with this request, against the
+    /// previous one when `previous=` was given: `unchanged_prefix`, `read`, `write`,
+    /// `uncached`, `cost`, and whether the `cut` was kept or moved.
+    #[getter]
+    fn cache(&self, py: Python<'_>) -> Py<CacheReport> {
+        self.cache.clone_ref(py)
+    }
+    /// How `total` was counted: "exact" (the provider's tokenizer and framing), "estimate" (an
+    /// approximation: Anthropic, Gemini, `Tokenizer.approximate`) or "calibrated" (an estimate
+    /// corrected by a `Calibration` learnt from the provider's reported usage).
+    #[getter]
+    fn exactness(&self) -> &str {
+        &self.exactness
+    }
+    /// The adapter that made the fit ("openai", "openai-responses", "anthropic", "gemini",
+    /// "chat", "langchain"); None for `ctxfast.fit` and `ContextWindow`.
+    #[getter]
+    fn provider(&self) -> Option<&str> {
+        self.provider.as_deref()
+    }
+    /// Compares this fit with the usage the provider reported for the request it sent
+    /// (`prompt_tokens`, `input_tokens` + cache fields, `promptTokenCount`, or the whole
+    /// response): returns a `ctxfast.CalibrationResult` (the difference, whether the server
+    /// silently truncated), and teaches `calibration` (a `ctxfast.Calibration`) when given.
+    #[pyo3(signature = (usage, calibration=None))]
+    fn calibrate<'py>(
+        slf: &Bound<'py, Self>,
+        usage: &Bound<'py, PyAny>,
+        calibration: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let module = slf.py().import("ctxfast.calibration")?;
+        module.getattr("calibrate")?.call1((slf, usage, calibration))
     }
     /// Where the removed tokens went.
     #[getter]

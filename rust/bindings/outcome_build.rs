@@ -10,8 +10,10 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
+use super::cache_plan::CacheReport;
 use super::outcome::{Fit, FitLedger, Removed, Shortened, Trace};
 use super::segment::Segment;
+use crate::engine::cache::{Cut, Report, Sent};
 use crate::engine::{self, FitOutcome, Kept, SegmentData, Target};
 
 /// What a record's `meta` says when its `Segment` is made: its position in the adapter's input,
@@ -200,5 +202,15 @@ pub fn build_fit(
         count_calls: out.count_calls,
         ledger: Py::new(py, ledger)?,
         prompt: None,
+        cache: Py::new(py, CacheReport { inner: unplanned(out.total) })?,
+        sent: Arc::new(Sent::default()),
+        exactness: "exact".to_string(),
+        provider: None,
     })
+}
+
+/// The report of a fit that planned nothing for a cache: all of it is prefilled.
+fn unplanned(total: usize) -> Report {
+    let prediction = engine::cache::CachePrediction { uncached: total, cost: total as f64, ..Default::default() };
+    Report { profile: "none".into(), previous: false, prediction, cut: Cut::Fresh, total }
 }

@@ -12,9 +12,11 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::args;
 use super::budget::Budget;
+use super::cache_plan::{attach, CacheArgs};
 use super::counting::{resolve_tokenizer, with_source};
 use super::errors::InvalidArgumentError;
 use super::layer::layer_arg;
@@ -22,11 +24,15 @@ use super::outcome::Fit;
 use super::outcome_build::{build_fit, Originals, RecordMeta};
 use super::policy::policy_arg;
 use super::tokenizer_batch::joined_items;
-use crate::engine::{self, InputNames, Kept, Layer, SegmentData, ToolCall};
+use crate::engine::cache::{fit_planned, settle};
+use crate::engine::{self, FitOptions, InputNames, Kept, Layer, SegmentData, ToolCall};
 use crate::limits::{add_total, check_count, checked_total};
 
 /// `(order, digests, cuts, fit)`: `order` lists what is sent, a record's index, or `-(d + 1)` for
 /// digest `d` (whose text is `digests[d]`); `cuts` maps a shortened record to its new text.
+/// The reply priming's label: the one fixed part the provider renders after the messages.
+const PRIMING: &str = "<reply priming>";
+
 pub type Rebuild = (Vec<i64>, Vec<String>, HashMap<usize, String>, Fit);
 
 pub fn list<'py>(obj: &Bound<'py, PyAny>, arg: &str, len: Option<usize>) -> PyResult<Bound<'py, PyList>> {
@@ -69,8 +75,10 @@ pub fn tool_call(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ToolCall>
 /// - groups / texts / calls: per record, its exchange group, its one shortenable text ("" for
 ///   none) and its tool call as `(name, arguments)` or None.
 /// - labels: per fixed part, its label (`"<tool schemas>"`); a part that costs 0 is left out.
+/// - previous / cache: as `ctxfast.fit`'s; `cache_default` is the adapter's provider's profile.
+/// - provider / exactness: what `Fit.provider` and `Fit.exactness` say.
 #[pyfunction]
-#[pyo3(signature = (strings, ends, extra, layers, groups, texts, calls, labels, budget, policy=None, tokenizer=None, *, framing=0, input_name="messages"))]
+#[pyo3(signature = (strings, ends, extra, layers, groups, texts, calls, labels, budget, policy=None, tokenizer=None, *, framing=0, input_name="messages", previous=None, cache=None, cache_default="none", provider=None, exactness=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _fit_records(
     py: Python<'_>,
@@ -87,8 +95,14 @@ pub fn _fit_records(
     tokenizer: Option<&Bound<'_, PyAny>>,
     framing: usize,
     input_name: &str,
+    previous: Option<&Bound<'_, PyAny>>,
+    cache: Option<&Bound<'_, PyAny>>,
+    cache_default: &str,
+    provider: Option<String>,
+    exactness: Option<String>,
 ) -> PyResult<Rebuild> {
     let framing = check_count(framing, "argument 'framing'")?;
+    let about = About { cache: CacheArgs::read(previous, cache, cache_default)?, provider, exactness: exactness_arg(exactness)? };
     let groups = list(groups, "groups", None)?;
     let records = groups.len();
     let texts = list(texts, "texts", Some(records))?;
@@ -124,7 +138,24 @@ pub fn _fit_records(
         .map(|k| Ok(args::text(&labels.get_item(k)?, &format!("labels[{k}]"))?.to_string()))
         .collect::<PyResult<Vec<_>>>()?;
     let cols = Columns { strings: joined, ends, extra, layers, records: recs, labels };
-    fit_columns(py, cols, budget, policy, tokenizer, framing, input_name)
+    fit_columns(py, cols, budget, policy, tokenizer, framing, input_name, about)
+}
+
+/// What a fit is beyond its request: the cache arguments, and what `Fit` says of itself.
+pub struct About {
+    pub cache: CacheArgs,
+    pub provider: Option<String>,
+    pub exactness: Option<String>,
+}
+
+/// The `exactness` argument: one of the three labels.
+pub fn exactness_arg(value: Option<String>) -> PyResult<Option<String>> {
+    match value.as_deref() {
+        None | Some("exact" | "estimate" | "calibrated") => Ok(value),
+        Some(other) => Err(InvalidArgumentError::new_err(format!(
+            "argument 'exactness' must be \"exact\", \"estimate\" or \"calibrated\", got {other:?}"
+        ))),
+    }
 }
 
 /// One record: what the ladder may shorten or preview, its exchange group, its tool call.
@@ -153,6 +184,7 @@ pub fn fit_columns(
     tokenizer: Option<&Bound<'_, PyAny>>,
     framing: usize,
     input_name: &str,
+    about: About,
 ) -> PyResult<Rebuild> {
     let records = cols.records.len();
     if records == 0 {
@@ -170,6 +202,7 @@ pub fn fit_columns(
     let mut metas = Vec::with_capacity(parts);
     let mut costs = Vec::with_capacity(parts);
     let mut fixed_names = Vec::with_capacity(parts);
+    let mut fps = Vec::with_capacity(parts);
     let mut start = 0;
     let mut recs = cols.records.into_iter();
     for p in 0..parts {
@@ -177,6 +210,8 @@ pub fn fit_columns(
         let cost = checked_total(counts.get(start..end).unwrap_or(&[]).iter().copied(), "a message's strings")?;
         let extra = cols.extra.get(p).copied().unwrap_or(0);
         let cost = check_count(add_total(cost, extra, "a message with its framing")?, "a message's count")?;
+        // A part's identity is every string it sends, not only the one a rung may shorten.
+        let fp = strs.get(start..end).unwrap_or(&[]).iter().fold(cost as u64, |h, s| xxh3_64_with_seed(s.as_bytes(), h));
         start = end;
         let layer = cols.layers.get(p).copied().unwrap_or(Layer::Conversation);
         let (mut d, meta, fixed) = match (p < records).then(|| recs.next()).flatten() {
@@ -198,17 +233,30 @@ pub fn fit_columns(
         metas.push(meta);
         costs.push(cost);
         fixed_names.push(fixed);
+        fps.push(fp);
     }
+    // What the provider renders ahead of the messages: every fixed part but the reply priming.
+    let front: Vec<usize> =
+        fixed_names.iter().enumerate().filter(|(_, f)| f.as_deref().is_some_and(|l| l != PRIMING)).map(|(i, _)| i).collect();
     let names = InputNames { input: input_name.to_string(), fixed: fixed_names };
     let (budget, policy_ref) = (&budget.get().inner, &policy.get().inner);
     let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
-    let out = with_source(py, tok, refs.len(), |src| {
-        engine::fit_named(&refs, &costs, budget, policy_ref, src, None, framing, Some(&names))
+    let cached = &about.cache;
+    let previous = cached.previous.as_deref();
+    let opts = FitOptions { framing, names: Some(&names), ..Default::default() };
+    let planned = with_source(py, tok, refs.len(), |src| {
+        fit_planned(&refs, &costs, &fps, budget, policy_ref, src, &opts, previous, &cached.profile)
     })?;
+    let mut out = planned.outcome;
+    let rungs = policy_ref.rungs.iter().map(|r| r.name.clone()).collect();
+    let (sent, report) = settle(&mut out, planned.cut, &fps, &costs, &front, rungs, previous, &cached.profile, None, Vec::new(), cached.asked);
     let (order, cuts) = kept_order(&out, records);
     let digests = out.digests.iter().map(|d| d.text.clone()).collect();
     let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
-    let fit = build_fit(py, originals, policy_ref, tok.counter_id(), out)?;
+    let mut fit = build_fit(py, originals, policy_ref, tok.counter_id(), out)?;
+    attach(py, &mut fit, sent, report)?;
+    fit.provider = about.provider;
+    fit.exactness = about.exactness.unwrap_or_else(|| if tok.is_exact() { "exact" } else { "estimate" }.into());
     Ok((order, digests, cuts, fit))
 }
 

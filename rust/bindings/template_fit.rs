@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 
 use super::args;
 use super::budget::Budget;
+use super::cache_plan::{attach, CacheArgs};
 use super::counting::{resolve_tokenizer, with_source};
 use super::errors::InvalidArgumentError;
 use super::layer::layer_arg;
@@ -23,7 +24,8 @@ use super::pyvalue::to_json;
 use super::records::{list, signed_index, tool_call};
 use super::template::ChatTemplate;
 use crate::engine::SegmentData;
-use crate::payload::rendered::{self, Request, HEAD, TOOLS};
+use crate::payload::rendered::{Request, HEAD, TOOLS};
+use crate::payload::rendered_cache::fit_rendered_planned;
 use crate::payload::prefix;
 use crate::payload::rendered_plan::Sent;
 use crate::tokenize::specials::Splitter;
@@ -61,7 +63,7 @@ fn parse_arguments(messages: &mut [Json], input_name: &str) -> PyResult<()> {
 /// - context: every other template variable (`tools`, `add_generation_prompt`, special tokens,
 ///   the caller's keywords).
 #[pyfunction]
-#[pyo3(signature = (template, messages, layers, groups, texts, calls, context, budget, policy=None, tokenizer=None, *, input_name="messages"))]
+#[pyo3(signature = (template, messages, layers, groups, texts, calls, context, budget, policy=None, tokenizer=None, *, input_name="messages", previous=None, cache=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _fit_template(
     py: Python<'_>,
@@ -76,7 +78,10 @@ pub fn _fit_template(
     policy: Option<&Bound<'_, PyAny>>,
     tokenizer: Option<&Bound<'_, PyAny>>,
     input_name: &str,
+    previous: Option<&Bound<'_, PyAny>>,
+    cache: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<TemplateRebuild> {
+    let cached = CacheArgs::read(previous, cache, "llama.cpp")?;
     let (layers, groups, texts, calls) =
         (list(layers, "layers", None)?, list(groups, "groups", None)?, list(texts, "texts", None)?, list(calls, "calls", None)?);
     let mut json = match to_json(messages, input_name)? {
@@ -133,8 +138,10 @@ pub fn _fit_template(
     let (budget_ref, policy_ref) = (&budget.get().inner, &policy.get().inner);
     let done = with_source(py, tok, n.saturating_mul(64), |src| {
         let splitter = counter.as_ref().map_or(&none, |c| c.splitter());
-        rendered::fit_rendered(req, budget_ref, policy_ref, src, splitter)
+        let previous = cached.previous.as_deref();
+        fit_rendered_planned(req, budget_ref, policy_ref, src, splitter, counter.as_deref(), previous, &cached.profile, cached.asked)
     })?;
+    let (done, sent, report) = done;
     let mut order = Vec::with_capacity(done.sent.len());
     let mut cuts = HashMap::new();
     for s in &done.sent {
@@ -157,6 +164,11 @@ pub fn _fit_template(
     let data = done.segments.into_iter().map(Arc::new).collect();
     let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
     let mut fit = build_fit(py, originals, policy_ref, tok.counter_id(), done.outcome)?;
+    attach(py, &mut fit, sent, report)?;
+    fit.provider = Some("chat".into());
+    if !tok.is_exact() {
+        fit.exactness = "estimate".into();
+    }
     fit.prompt = Some(done.prompt);
     Ok((order, digests, cuts, fit, done.control_tokens))
 }

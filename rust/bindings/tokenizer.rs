@@ -266,7 +266,7 @@ impl Tokenizer {
 
     /// Whether counts are real tokens: False only for `approximate()`.
     #[getter]
-    fn is_exact(&self) -> bool {
+    pub(super) fn is_exact(&self) -> bool {
         !matches!(&self.backend, Backend::Native(c) if matches!(c.engine(), Engine::Approximate { .. }))
     }
 

@@ -7,5 +7,6 @@ pub mod chat;
 pub mod framing;
 pub mod prefix;
 pub mod rendered;
+pub mod rendered_cache;
 pub mod rendered_plan;
 pub mod rendered_price;

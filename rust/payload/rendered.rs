@@ -24,7 +24,8 @@ use minijinja::Value;
 
 use super::rendered_plan::{self, Sent};
 use super::rendered_price::{price, settle, Priced};
-use crate::engine::{self, Budget, FitOutcome, InputNames, Kept, Layer, Policy, SegmentData, TokenSource};
+use crate::engine::cache::Pin;
+use crate::engine::{self, Budget, FitOptions, FitOutcome, InputNames, Kept, Layer, Policy, SegmentData, TokenSource};
 use crate::error::{CtxError, CtxResult, Unfittable};
 use crate::template::ChatTemplate;
 use crate::tokenize::specials::Splitter;
@@ -39,6 +40,7 @@ pub const HEAD: &str = "<template head>";
 pub const TOOLS: &str = "<tool schemas>";
 
 /// A request, read by the adapter.
+#[derive(Clone)]
 pub struct Request<'a> {
     pub template: &'a ChatTemplate,
     /// Every context variable but `messages`; `tools` is among them when the request has tools.
@@ -97,13 +99,15 @@ fn digest_framing(req: &Request<'_>, shares: &[usize], src: &dyn TokenSource) ->
     Ok(least.unwrap_or(4))
 }
 
-/// Fits `req` under `budget` by `policy`, counting with `src` split by `splitter`.
+/// Fits `req` under `budget` by `policy`, counting with `src` split by `splitter`, the previous
+/// request's cut (`pins`, `engine::cache`) repeated first.
 pub fn fit_rendered(
     mut req: Request<'_>,
     budget: &Budget,
     policy: &Policy,
     src: &dyn TokenSource,
     splitter: &Splitter,
+    pins: &[Pin],
 ) -> CtxResult<Rendered> {
     let n = req.messages.len();
     let values: Vec<Value> = req.messages.iter().map(to_value).collect();
@@ -165,7 +169,8 @@ pub fn fit_rendered(
     for _ in 0..ROUNDS {
         src.interrupted()?;
         let b = Budget { window: target.saturating_add(budget.reserve), ..budget.clone() };
-        let out = match engine::fit_named(&refs, &costs, &b, policy, src, None, framing, Some(&names)) {
+        let opts = FitOptions { framing, names: Some(&names), pins, ..Default::default() };
+        let out = match engine::fit_with(&refs, &costs, &b, policy, src, &opts) {
             Ok(out) => out,
             // A lowered ceiling the ladder cannot meet: the best request that fitted stands.
             Err(CtxError::Unfittable(_)) if best.is_some() => break,

@@ -29,7 +29,7 @@ impl Window {
         let held = self.held_tokens();
         // Hysteresis: once eviction has to fire, go down to the watermark so the next turns
         // append without moving the cut (and the provider's cached prefix survives).
-        let outcome = match self.low_watermark {
+        let mut outcome = match self.low_watermark {
             Some(w) if held > budget.ceiling() && w < 1.0 => {
                 let low = (((budget.ceiling() as f64) * w).floor() as usize).max(1);
                 match cache::plan::fit_aiming(&segs, &counts, &budget, &self.policy, counter, &FitOptions::default(), Some(low)) {
@@ -62,11 +62,30 @@ impl Window {
         let kept: Vec<(u64, u32)> = self.entries.iter().map(|e| (e.id, e.version)).collect();
         let common = kept.iter().zip(&self.last_kept).take_while(|(a, b)| a == b).count();
         self.stable_prefix_tokens = self.entries.iter().take(common).map(|e| e.tokens).sum();
+        let had_previous = !self.last_kept.is_empty();
         self.last_kept = kept;
+        let cache = self.cache.as_ref().map(|p| self.cache_report(p, &outcome, had_previous));
+        if let Some(r) = &cache {
+            outcome.trace.cache = Some(r.line());
+        }
         self.cycle = self.cycle.saturating_add(1);
         self.forget_old_whys();
         self.fresh_unrecoverable = false;
-        Ok(WindowFit { outcome, ids, changes, stable_prefix_tokens: self.stable_prefix_tokens })
+        Ok(WindowFit { outcome, ids, changes, stable_prefix_tokens: self.stable_prefix_tokens, cache })
+    }
+
+    /// The cache report of a fit: the window's own stable prefix is the unchanged one; the cut is
+    /// kept when the fit removed nothing.
+    fn cache_report(&self, profile: &cache::CacheProfile, out: &FitOutcome, had_previous: bool) -> cache::Report {
+        let cut = if !had_previous {
+            cache::Cut::Fresh
+        } else if out.removals.is_empty() && out.truncations.is_empty() {
+            cache::Cut::Kept
+        } else {
+            cache::Cut::Moved { target: out.trace.target }
+        };
+        let prediction = profile.predict(out.total, had_previous.then_some(self.stable_prefix_tokens), &[], &[]);
+        cache::Report { profile: profile.name.clone(), previous: had_previous, prediction, cut, total: out.total }
     }
 
     /// Maps a fit's outcome onto the entries in one pass over them (indices in `out` are places

@@ -76,6 +76,8 @@ pub struct WindowFit {
     pub ids: Vec<u64>,
     pub changes: Changes,
     pub stable_prefix_tokens: usize,
+    /// What the prompt cache will do, when the window has a cache profile.
+    pub cache: Option<crate::engine::cache::Report>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -103,6 +105,9 @@ pub struct Window {
     /// long-lived conversation's ledger (and its saved state) stays bounded. None keeps them all.
     #[serde(default)]
     why_horizon: Option<u64>,
+    /// The provider's prompt cache, for `Fit.cache` and the trace's cache line.
+    #[serde(default)]
+    cache: Option<crate::engine::cache::CacheProfile>,
 }
 
 /// Maps are written in key order, so the same window always saves to the same bytes (and the
@@ -169,6 +174,7 @@ impl Window {
             last_kept: Vec::new(),
             stable_prefix_tokens: 0,
             why_horizon: None,
+            cache: None,
         })
     }
 
@@ -184,6 +190,14 @@ impl Window {
     pub fn policy_name(&self) -> Option<&str> {
         self.policy_name.as_deref()
     }
+    pub fn set_cache(&mut self, profile: Option<crate::engine::cache::CacheProfile>) {
+        self.cache = profile;
+    }
+
+    pub fn cache(&self) -> Option<&crate::engine::cache::CacheProfile> {
+        self.cache.as_ref()
+    }
+
     pub fn low_watermark(&self) -> Option<f64> {
         self.low_watermark
     }

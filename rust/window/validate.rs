@@ -23,6 +23,9 @@ impl Window {
                 return Err(broken(format!("low_watermark {w} is outside (0, 1]")));
             }
         }
+        if let Some(c) = &self.cache {
+            c.validate().map_err(broken)?;
+        }
         // Ids start at 1 and stop at ID_LIMIT (the window refuses work that would pass it), so a
         // next_id outside that range was not written by a window. The counters, the cycle and
         // the versions are statistics that saturate: any value is one a window could write.

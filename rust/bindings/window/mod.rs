@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use super::args;
+use super::cache_plan::{CacheArgs, CacheProfile as CachePy, CacheReport};
 use super::counting::{resolve_tokenizer, with_source};
 use super::errors::UnknownKeyError;
 use super::layer::layer_arg;
@@ -35,7 +36,7 @@ use state::{lock, Guarded, State};
 #[pymethods]
 impl ContextWindow {
     #[new]
-    #[pyo3(signature = (limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None, why_horizon=None))]
+    #[pyo3(signature = (limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None, why_horizon=None, cache=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -45,17 +46,24 @@ impl ContextWindow {
         reserve: Option<&Bound<'_, PyAny>>,
         low_watermark: Option<&Bound<'_, PyAny>>,
         why_horizon: Option<&Bound<'_, PyAny>>,
+        cache: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let limit = args::count_arg(limit_tokens, "limit_tokens")?;
         let reserve = args::opt_count(reserve, "reserve")?.unwrap_or(0);
+        let profile = match cache {
+            Some(c) if !c.is_none() => Some(CacheArgs::read(None, Some(c), "none")?.profile),
+            _ => None,
+        };
+        // A cache profile brings its hysteresis unless the caller set one.
         let wm = match low_watermark {
             Some(w) if !w.is_none() => Some(args::positive_float(w, "low_watermark")?),
-            _ => None,
+            _ => profile.as_ref().filter(|p| p.caches()).map(|p| p.low_watermark),
         };
         let tok = resolve_tokenizer(py, tokenizer)?;
         let policy = policy_arg(py, policy, "context_window")?;
         let p = policy.get();
         let mut core = Window::new(limit, reserve, p.inner.clone(), p.name.clone(), wm)?;
+        core.set_cache(profile);
         let horizon = args::opt_count(why_horizon, "why_horizon")?;
         core.set_why_horizon(horizon.map(|h| u64::try_from(h).unwrap_or(u64::MAX)));
         Ok(Self {
@@ -100,7 +108,10 @@ impl ContextWindow {
         let core = &mut st.core;
         let wf = with_source(py, tok, snapshot.len(), |src| core.fit(src))?;
         let objects = Originals::Objects(snapshot.iter().map(|s| s.clone().unbind()).collect());
-        let fit = build_fit(py, objects, st.core.policy(), self.counter_id(py), wf.outcome)?;
+        let mut fit = build_fit(py, objects, st.core.policy(), self.counter_id(py), wf.outcome)?;
+        if let Some(report) = wf.cache {
+            fit.cache = Py::new(py, CacheReport { inner: report })?;
+        }
         st.last_fit = Some(Py::new(py, fit)?);
         let gone = self.mirror(py, st, wf.changes)?;
         // What the ladder took (dropped, or folded into a digest); a rewrite deferred to this
@@ -272,6 +283,11 @@ impl ContextWindow {
     #[getter]
     fn low_watermark(&self, py: Python<'_>) -> PyResult<Option<f64>> {
         Ok(lock(py, &self.state)?.core.low_watermark())
+    }
+    /// The prompt cache the window reports against (`last_fit.cache`), or None.
+    #[getter]
+    fn cache(&self, py: Python<'_>) -> PyResult<Option<CachePy>> {
+        Ok(lock(py, &self.state)?.core.cache().map(|p| CachePy { inner: p.clone() }))
     }
     /// Fits completed so far; a cycle is the admissions since the previous fit.
     #[getter]

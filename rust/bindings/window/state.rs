@@ -26,7 +26,7 @@ pub(super) struct State {
 /// A token window across turns, one per conversation.
 ///
 /// ContextWindow(limit_tokens, tokenizer=None, policy=None, reserve=None, *,
-/// low_watermark=None, why_horizon=None)
+/// low_watermark=None, why_horizon=None, cache=None)
 ///
 /// - tokenizer: a Tokenizer, a `str -> int` callable, or None for the embedded o200k_base.
 /// - policy: a Policy or a preset name; `Policy.context_window()` by default.
@@ -34,6 +34,8 @@ pub(super) struct State {
 /// - low_watermark: a fraction in (0, 1]: an evicting fit goes down to that share of the
 ///   ceiling, so the next turns append without moving the cut.
 /// - why_horizon: forget why(key) answers for keys that left more than N fits ago.
+/// - cache: a CacheProfile or its name ("openai", "anthropic", "llama.cpp"...): `last_fit.cache`
+///   reports against it, and its low watermark is the default one.
 ///
 /// Use: admit(segment) / admit_many(segments), then fit() each turn; texts(layer) to assemble.
 #[pyclass(frozen, module = "ctxfast._core", name = "ContextWindow")]

@@ -6,14 +6,17 @@
 //!
 //! Files by job: `sent` (what a fit sent, as the next fit needs it: fingerprints in payload
 //! order, and how each removed segment left), `pins` (repeating that cut on the ladder),
-//! `plan` (choosing the cut), `profile` (what a provider's cache reads, writes and charges).
+//! `plan` (choosing the cut), `profile` (what a provider's cache reads, writes and charges),
+//! `report` (what the fit says about it).
 
 mod pins;
 pub mod plan;
 pub mod profile;
+pub mod report;
 pub mod sent;
 
-pub use plan::{plan, Cut, Planned};
+pub use plan::{fit_aiming, fit_planned, plan, Cut, Planned};
+pub use report::{settle, Report};
 pub use profile::{CacheProfile, CachePrediction, CacheStyle};
 pub use sent::{fingerprint, Sent};
 

@@ -43,8 +43,8 @@ impl Cut {
     }
 }
 
-pub struct Planned {
-    pub outcome: FitOutcome,
+pub struct Planned<T = FitOutcome> {
+    pub outcome: T,
     pub cut: Cut,
 }
 
@@ -59,9 +59,11 @@ pub fn target(ceiling: usize, added: usize, profile: &CacheProfile) -> usize {
 }
 
 /// Chooses the cut (see the module's doc). `run(target, pins)` is the fit: under the budget's
-/// ceiling (`None`) or aiming for `target`, with the previous cut repeated first. `fps` and
-/// `counts` describe this request's segments, `rungs` names the policy's rungs.
-pub fn plan<F>(
+/// ceiling (`None`) or aiming for `target`, with the previous cut repeated first; `outcome_of`
+/// finds the ladder's outcome in what it returns. `fps` and `counts` describe this request's
+/// segments, `rungs` names the policy's rungs.
+#[allow(clippy::too_many_arguments)]
+pub fn plan<T, F, G>(
     ceiling: usize,
     previous: Option<&Sent>,
     fps: &[u64],
@@ -69,9 +71,11 @@ pub fn plan<F>(
     rungs: &[String],
     profile: &CacheProfile,
     mut run: F,
-) -> CtxResult<Planned>
+    outcome_of: G,
+) -> CtxResult<Planned<T>>
 where
-    F: FnMut(Option<usize>, &[Pin]) -> CtxResult<FitOutcome>,
+    F: FnMut(Option<usize>, &[Pin]) -> CtxResult<T>,
+    G: Fn(&T) -> &FitOutcome,
 {
     let Some(prev) = previous.filter(|_| profile.caches()) else {
         return Ok(Planned { outcome: run(None, &[])?, cut: Cut::Fresh });
@@ -80,19 +84,50 @@ where
     let (pins, added) = prev.pins_for(fps, counts);
     let pins = if prev.rungs.as_slice() == rungs { pins } else { Vec::new() };
     match run(None, &pins) {
-        Ok(o) if o.pinned == (o.removals.len(), o.truncations.len()) => return Ok(Planned { outcome: o, cut: Cut::Kept }),
-        Ok(_) | Err(CtxError::Unfittable(_)) => {}
+        Ok(t) => {
+            let o = outcome_of(&t);
+            if o.pinned == (o.removals.len(), o.truncations.len()) {
+                return Ok(Planned { outcome: t, cut: Cut::Kept });
+            }
+        }
+        Err(CtxError::Unfittable(_)) => {}
         Err(e) => return Err(e),
     }
     let aim = target(ceiling, added, profile);
     if aim < ceiling {
         match run(Some(aim), &[]) {
-            Ok(o) => return Ok(Planned { outcome: o, cut: Cut::Moved { target: Some(aim) } }),
+            Ok(t) => return Ok(Planned { outcome: t, cut: Cut::Moved { target: Some(aim) } }),
             Err(CtxError::Unfittable(_)) => {}
             Err(e) => return Err(e),
         }
     }
     Ok(Planned { outcome: run(None, &[])?, cut: Cut::Moved { target: None } })
+}
+
+/// `plan` over `fit_aiming`: the whole cache-aware fit of plain segments.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_planned(
+    segs: &[&SegmentData],
+    counts: &[usize],
+    fps: &[u64],
+    budget: &Budget,
+    policy: &Policy,
+    counter: &dyn TokenSource,
+    opts: &FitOptions<'_>,
+    previous: Option<&Sent>,
+    profile: &CacheProfile,
+) -> CtxResult<Planned> {
+    let rungs: Vec<String> = policy.rungs.iter().map(|r| r.name.clone()).collect();
+    plan(
+        budget.ceiling(),
+        previous,
+        fps,
+        counts,
+        &rungs,
+        profile,
+        |aim, pins| fit_aiming(segs, counts, budget, policy, counter, &FitOptions { pins, ..*opts }, aim),
+        |o| o,
+    )
 }
 
 /// `fit_with` aiming for `target` (below the budget's ceiling) instead of the ceiling, reported

@@ -1,10 +1,12 @@
 //! What a provider's prompt cache reuses, writes and charges, as data. The figures and where
 //! they come from are in the README's "Prompt caching" section; each preset names its source.
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{CtxError, CtxResult};
 
 /// How a cache decides what it holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CacheStyle {
     /// Nothing is cached: every token is prefilled.
     None,
@@ -21,7 +23,7 @@ pub enum CacheStyle {
 }
 
 /// A cache, with the prices as multiples of an uncached input token.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CacheProfile {
     pub name: String,
     pub style: CacheStyle,
@@ -66,7 +68,7 @@ impl CacheProfile {
         }
     }
 
-    /// A profile by name: "none", "openai", "anthropic" (or "anthropic-haiku-3", "anthropic-4096"
+    /// A profile by name: "none", "openai", "gemini", "anthropic" (or "anthropic-haiku-3", "anthropic-4096"
     /// for the models with a longer minimum, "anthropic-1h" for the one-hour cache),
     /// "llama.cpp", "vllm".
     pub fn named(name: &str) -> CtxResult<Self> {
@@ -78,6 +80,9 @@ impl CacheProfile {
             "openai" => CacheProfile::new("openai", CacheStyle::Automatic, 1024, 128, 0.1, 1.0),
             // cache_control breakpoints (at most 4); minimum 1,024 tokens on most models; a
             // 5-minute write costs 1.25x, a 1-hour write 2x, a read 0.1x.
+            // Implicit caching on Gemini 2.5 and later: from 1,024 tokens (2,048 on Pro), a 75%
+            // discount on what is read, no write charge.
+            "gemini" => CacheProfile::new("gemini", CacheStyle::Automatic, 1024, 1, 0.25, 1.0),
             "anthropic" => CacheProfile::new("anthropic", CacheStyle::Breakpoints, 1024, 1, 0.1, 1.25),
             "anthropic-1h" => CacheProfile::new("anthropic-1h", CacheStyle::Breakpoints, 1024, 1, 0.1, 2.0),
             "anthropic-haiku-3" => CacheProfile::new("anthropic-haiku-3", CacheStyle::Breakpoints, 2048, 1, 0.1, 1.25),
@@ -87,7 +92,7 @@ impl CacheProfile {
             "llama.cpp" | "llamacpp" | "local" => CacheProfile::new("llama.cpp", CacheStyle::Local, 0, 1, 0.0, 1.0),
             "vllm" => CacheProfile::new("vllm", CacheStyle::Local, 0, 16, 0.0, 1.0),
             other => {
-                let known = ["none", "openai", "anthropic", "anthropic-1h", "anthropic-haiku-3", "anthropic-4096", "llama.cpp", "vllm"];
+                let known = ["none", "openai", "gemini", "anthropic", "anthropic-1h", "anthropic-haiku-3", "anthropic-4096", "llama.cpp", "vllm"];
                 let hint = crate::suggest::hint(other, &known);
                 return Err(CtxError::invalid(format!("unknown cache profile {other:?}{hint}; known profiles: {}", known.join(", "))));
             }

@@ -37,6 +37,8 @@ pub struct Sent {
     /// Where the payload carries cache breakpoints (Anthropic `cache_control`), as the tokens
     /// before each: what a breakpoint-style cache wrote.
     pub breakpoints: Vec<usize>,
+    /// The rendered prompt, for a fit by a chat template: the next fit compares token ids.
+    pub prompt: Option<String>,
 }
 
 impl Sent {
@@ -85,7 +87,7 @@ impl Sent {
         for (i, how, rung) in gone {
             left.entry(fp(i)).or_default().push((how, rung));
         }
-        Sent { items, left, rungs, total: out.total, breakpoints: Vec::new() }
+        Sent { items, left, rungs, total: out.total, breakpoints: Vec::new(), prompt: None }
     }
 
     /// The leading tokens `self` (this request) shares with `previous`: the items equal from the

@@ -1,4 +1,4 @@
-use super::plan::{fit_aiming, target};
+use super::plan::target;
 use super::*;
 use crate::engine::testing::Words;
 use crate::engine::{presets, Budget, FitOptions, FitOutcome, Layer, Policy, SegmentData};
@@ -40,9 +40,7 @@ fn turn(segs: &[SegmentData], budget: &Budget, policy: &Policy, previous: Option
     let counts: Vec<usize> = segs.iter().map(|s| s.tokens.unwrap_or(0)).collect();
     let fps: Vec<u64> = segs.iter().zip(&counts).map(|(s, &n)| fingerprint(s, n)).collect();
     let rungs: Vec<String> = policy.rungs.iter().map(|r| r.name.clone()).collect();
-    let planned = plan(budget.ceiling(), previous, &fps, &counts, &rungs, profile, |aim, pins| {
-        fit_aiming(&refs, &counts, budget, policy, &Words, &FitOptions { pins, ..Default::default() }, aim)
-    })?;
+    let planned = super::plan::fit_planned(&refs, &counts, &fps, budget, policy, &Words, &FitOptions::default(), previous, profile)?;
     let sent = Sent::of(&fps, &counts, &[], &planned.outcome, rungs);
     Ok(Turn { out: planned.outcome, sent, cut: planned.cut })
 }
