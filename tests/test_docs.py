@@ -369,7 +369,7 @@ def test_help_renders_fit(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     # Python 3.13's pydoc breaks long signatures over lines: compare without white space.
     assert _squeezed(
-        "fit(segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None, input_name=None)"
+        "fit(segments, budget, policy=None, tokenizer=None, separator=None, *, framing=None, input_name=None, previous=None, cache=None)"
     ) in _squeezed(out)
     first_line = (ctxfast.fit.__doc__ or "").strip().splitlines()[0]
     assert first_line in out
@@ -377,7 +377,7 @@ def test_help_renders_fit(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_help_renders_classes_with_their_methods() -> None:
     page = pydoc.render_doc(ContextWindow, renderer=pydoc.plaintext)
-    signature = "ContextWindow(limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None, why_horizon=None)"
+    signature = "ContextWindow(limit_tokens, tokenizer=None, policy=None, reserve=None, *, low_watermark=None, why_horizon=None, cache=None)"
     assert _squeezed(signature) in _squeezed(page)
     for method in (ContextWindow.admit, ContextWindow.fit, ContextWindow.rewrite):
         assert (method.__doc__ or "").strip().splitlines()[0] in page

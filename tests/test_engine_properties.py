@@ -211,23 +211,10 @@ def removal_units(result: ctxfast.Fit, segs: list[Segment]) -> list[tuple[int, U
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# The properties every policy keeps
-
-
-@pytest.mark.parametrize("policy_name", list(POLICIES))
-@SETTINGS
-@given(case=cases())
-def test_fit_invariants(policy_name: str, case: tuple[list[Segment], Budget]) -> None:
-    segs, budget = case
-    policy = POLICIES[policy_name]()
-    result = run(segs, budget, policy)
-    if isinstance(result, ctxfast.Unfittable):
-        check_unfittable(result, segs, budget, policy)
-        return
-    f = result
+def check_structure(f: ctxfast.Fit, segs: list[Segment], budget: Budget, policy: Policy) -> int:
+    """What every fit keeps, however its cut was planned: under the ceiling, kept + evicted = input,
+    the protected set, whole groups, the ledger. Returns the input's tokens."""
     index = {id(s): i for i, s in enumerate(segs)}
-
     # Under the ceiling, and the arithmetic adds up.
     assert f.ceiling == budget.ceiling
     assert f.total <= f.ceiling
@@ -280,6 +267,26 @@ def test_fit_invariants(policy_name: str, case: tuple[list[Segment], Budget]) ->
     assert f.ledger.evicted_recoverable == sum(e.tokens for e in f.evicted if e.segment.recoverable)
     assert sum(f.ledger.rung_firings.values()) == len(f.trace.rows)
 
+    return start
+
+
+# ---------------------------------------------------------------------------------------------
+# The properties every policy keeps
+
+
+@pytest.mark.parametrize("policy_name", list(POLICIES))
+@SETTINGS
+@given(case=cases())
+def test_fit_invariants(policy_name: str, case: tuple[list[Segment], Budget]) -> None:
+    segs, budget = case
+    policy = POLICIES[policy_name]()
+    result = run(segs, budget, policy)
+    if isinstance(result, ctxfast.Unfittable):
+        check_unfittable(result, segs, budget, policy)
+        return
+    f = result
+    start = check_structure(f, segs, budget, policy)
+
     # Rungs run in ladder order, and each row is taken only while the request is still over.
     assert [e.rung_index for e in f.evicted] == sorted(e.rung_index for e in f.evicted)
     rows = f.trace.rows
@@ -295,6 +302,30 @@ def test_fit_invariants(policy_name: str, case: tuple[list[Segment], Budget]) ->
         assert start <= f.ceiling and f.evicted == [] and f.truncated == []
     assert len([r for r in rows if r["action"] == "drop"]) == len(removal_units(f, segs))
     assert f.rungs_fired == [n for n in policy.rung_names if n in {r["rung"] for r in rows}]
+
+
+@pytest.mark.parametrize("policy_name", list(POLICIES))
+@SETTINGS
+@given(case=cases(), cut=st.floats(0.3, 1.0), profile=st.sampled_from(["openai", "anthropic", "llama.cpp"]))
+def test_fit_invariants_with_the_previous_requests_cut(policy_name: str, case: tuple[list[Segment], Budget],
+                                                      cut: float, profile: str) -> None:
+    # The previous turn sent a prefix of this request; repeating its cut, or moving it below the
+    # ceiling, keeps every structural property of a plain fit, and is deterministic.
+    segs, budget = case
+    policy = POLICIES[policy_name]()
+    before = run(segs[: max(1, int(len(segs) * cut))], budget, policy, cache=profile)
+    if isinstance(before, ctxfast.Unfittable):
+        return
+    result = run(segs, budget, policy, previous=before, cache=profile)
+    if isinstance(result, ctxfast.Unfittable):
+        check_unfittable(result, segs, budget, policy)
+        return
+    check_structure(result, segs, budget, policy)
+    assert result.cache.cut in ("kept", "moved") and result.cache.previous
+    again = run([s.replace() for s in segs], budget, policy, previous=before, cache=profile)
+    assert isinstance(again, ctxfast.Fit)
+    assert [(s.key, s.text) for s in again.kept] == [(s.key, s.text) for s in result.kept]
+    assert str(again.cache) == str(result.cache)
 
 
 @pytest.mark.parametrize("policy_name", list(POLICIES))

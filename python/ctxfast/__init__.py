@@ -21,6 +21,8 @@ from types import ModuleType as _ModuleType
 from ctxfast._core import (
     Budget,
     CacheInfo,
+    CacheProfile,
+    CacheReport,
     ChatTemplate,
     ContextWindow,
     Eviction,
@@ -43,6 +45,7 @@ from ctxfast._core import (
     evict_indices,
     fit,
 )
+from ctxfast import telemetry as telemetry
 from ctxfast._errors import (
     ArgumentTypeError,
     BudgetLedgerInconsistency,
@@ -62,6 +65,15 @@ from ctxfast._errors import (
     UnsupportedOperationError,
 )
 
+# Pure Python (no submodule, no optional dependency): learning the provider's reported counts.
+from ctxfast.calibration import Calibration, CalibrationResult
+
+if not _typing.TYPE_CHECKING:
+    # ``fit`` reports each fit to ``ctxfast.telemetry`` (rung stats, the DEBUG record, the span):
+    # a wrapper with the core's name, docstring and signature, under 1 µs a call when nothing
+    # listens (README, "Telemetry"). Type checkers see the core's ``fit`` itself.
+    fit = telemetry._wrap(fit)
+
 if _typing.TYPE_CHECKING:
     from ctxfast._core import _PresetName as PresetName
 else:
@@ -74,6 +86,10 @@ __all__ = [
     "Budget",
     "BudgetLedgerInconsistency",
     "CacheInfo",
+    "CacheProfile",
+    "CacheReport",
+    "Calibration",
+    "CalibrationResult",
     "ChatTemplate",
     "ContextWindow",
     "UnknownKeyError",

@@ -21,6 +21,8 @@ import numpy.typing as npt
 __all__ = [
     "Budget",
     "CacheInfo",
+    "CacheProfile",
+    "CacheReport",
     "ChatTemplate",
     "ContextWindow",
     "Eviction",
@@ -67,6 +69,13 @@ _EvictionAction = Literal["drop", "digest"]
 _RowAction = Literal["drop", "truncate", "digest"]
 #: The names ``Policy.preset`` accepts (``ctxfast.PresetName`` at run time).
 _PresetName = Literal["context_window", "default", "troubleshooting", "seven_tier", "ranked", "agent"]
+#: The cache profiles ``CacheProfile`` knows by name.
+_CacheName = Literal[
+    "none", "openai", "gemini", "anthropic", "anthropic-1h", "anthropic-haiku-3", "anthropic-4096",
+    "llama.cpp", "llamacpp", "local", "vllm",
+]
+_Exactness = Literal["exact", "estimate", "calibrated"]
+_CutName = Literal["fresh", "kept", "moved"]
 
 class _TraceRow(TypedDict):
     """One row of ``Trace.rows``: a unit a rung removed, shortened or digested.
@@ -1047,6 +1056,118 @@ class FitLedger:
         """Every token taken out of the request, whichever way: the sum of the four above."""
 
 @final
+class CacheProfile:
+    """A prompt cache: what it reuses, writes and charges, with prices per uncached input token.
+
+    The presets and their sources are in the README's "Prompt caching" section: ``"openai"``
+    (automatic, from 1,024 tokens in 128-token steps, reads at 0.1), ``"gemini"`` (implicit, from
+    1,024 tokens, reads at 0.25), ``"anthropic"`` (``cache_control`` breakpoints, 1,024-token
+    minimum, reads 0.1, five-minute writes 1.25), ``"anthropic-1h"`` (writes 2.0),
+    ``"anthropic-haiku-3"`` (2,048 minimum), ``"anthropic-4096"`` (Opus 4.5, Haiku 4.5),
+    ``"llama.cpp"`` (the server keeps the previous request's KV cache, token by token),
+    ``"vllm"`` (16-token blocks) and ``"none"``.
+    """
+
+    def __new__(
+        cls,
+        name: _CacheName | str = "openai",
+        *,
+        min_prefix: int | None = None,
+        increment: int | None = None,
+        read_price: float | None = None,
+        write_price: float | None = None,
+        low_watermark: float | None = None,
+        lookahead_turns: int | None = None,
+    ) -> CacheProfile:
+        """A preset by name, with any field overridden.
+
+        Args:
+            name: The preset.
+            min_prefix: The shortest prefix the cache holds, in tokens.
+            increment: A cached prefix is a whole number of these beyond ``min_prefix``.
+            read_price: A cached token read, per uncached token, in [0, 100].
+            write_price: A token written to the cache, per uncached token, in [0, 100].
+            low_watermark: When the cut must move, the share of the ceiling it moves down to
+                at least, in (0, 1]; 0.7 by default.
+            lookahead_turns: When the cut must move, room is made for this many more turns
+                like the last one; 8 by default.
+
+        Raises:
+            InvalidArgumentError: The name is not a preset, or a value is out of range.
+            ArgumentTypeError: A value has the wrong type.
+        """
+    @property
+    def name(self) -> str:
+        """The preset it started from."""
+    @property
+    def style(self) -> Literal["none", "automatic", "breakpoints", "local"]:
+        """How the cache decides what it holds."""
+    @property
+    def min_prefix(self) -> int:
+        """The shortest prefix the cache holds."""
+    @property
+    def increment(self) -> int:
+        """The step a cached prefix grows in."""
+    @property
+    def read_price(self) -> float:
+        """A cached token read, per uncached token."""
+    @property
+    def write_price(self) -> float:
+        """A token written to the cache, per uncached token (1.0: no surcharge)."""
+    @property
+    def low_watermark(self) -> float:
+        """When the cut must move, the share of the ceiling it moves down to at least."""
+    @property
+    def lookahead_turns(self) -> int:
+        """When the cut must move, room is made for this many more turns like the last one."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal in every field."""
+    def __hash__(self) -> int:
+        """Hashes by every field."""
+
+@final
+class CacheReport:
+    """What the provider's prompt cache is predicted to do with a fitted request (``Fit.cache``).
+
+    ``str(report)`` is the trace's ``cache`` line.
+    """
+
+    @property
+    def profile(self) -> str:
+        """The profile's name."""
+    @property
+    def previous(self) -> bool:
+        """Whether the fit was given the previous request (``previous=``)."""
+    @property
+    def unchanged_prefix(self) -> int:
+        """Leading tokens the same as the previous request's (0 without one). For a chat
+        template fit it is measured on the rendered prompts' token ids."""
+    @property
+    def read(self) -> int:
+        """Tokens predicted to be read from the cache."""
+    @property
+    def write(self) -> int:
+        """Tokens predicted to be written to it (breakpoint caches; 0 where writes are free)."""
+    @property
+    def uncached(self) -> int:
+        """Tokens prefilled at the full price."""
+    @property
+    def cost(self) -> float:
+        """The request's input price in uncached-token units:
+        ``uncached + read * read_price + write * write_price``."""
+    @property
+    def cut(self) -> _CutName:
+        """``"fresh"`` (no previous request: a plain fit), ``"kept"`` (the previous cut still
+        fits; what it sent starts this request) or ``"moved"``."""
+    @property
+    def moved(self) -> bool:
+        """Whether the cut moved since the previous request."""
+    @property
+    def target(self) -> int | None:
+        """What a moved cut evicted down to; None when it evicted exactly to fit, or did not
+        move."""
+
+@final
 class Fit:
     """The result of ``fit``: what to send, what left, and the trace that explains it."""
 
@@ -1105,6 +1226,32 @@ class Fit:
         """The prompt as the chat template rendered it, whose count is ``total``
         (``chat.fit_messages``); None for the other fits."""
     @property
+    def cache(self) -> CacheReport:
+        """What the provider's prompt cache is predicted to do with this request, against the
+        previous one when ``previous=`` was given."""
+    @property
+    def exactness(self) -> _Exactness:
+        """How ``total`` was counted: ``"exact"`` (the provider's tokenizer and framing),
+        ``"estimate"`` (Anthropic, Gemini, ``Tokenizer.approximate``) or ``"calibrated"`` (an
+        estimate corrected by a ``Calibration`` learnt from the provider's reported usage)."""
+    @property
+    def provider(self) -> str | None:
+        """The adapter that made the fit (``"openai"``, ``"openai-responses"``,
+        ``"anthropic"``, ``"gemini"``, ``"chat"``); None for ``ctxfast.fit`` and
+        ``ContextWindow``."""
+    def calibrate(self, usage: Any, calibration: Any = None) -> Any:
+        """Compares this fit with the usage the provider reported for the request it sent.
+
+        Args:
+            usage: The provider's usage (``prompt_tokens``, ``input_tokens`` and its cache
+                fields, ``promptTokenCount``), as a dict, an SDK object or the whole response.
+            calibration: A ``ctxfast.Calibration`` to teach; None to only compare.
+
+        Returns:
+            A ``ctxfast.CalibrationResult``: the difference, and whether the server silently
+            truncated the request.
+        """
+    @property
     def ledger(self) -> FitLedger:
         """Where the removed tokens went."""
     def texts(self) -> list[str]:
@@ -1128,6 +1275,8 @@ def fit(
     *,
     framing: int | None = None,
     input_name: str | None = None,
+    previous: Fit | None = None,
+    cache: CacheProfile | _CacheName | str | None = None,
 ) -> Fit:
     """Fits ``segments`` under ``budget`` by ``policy``, or raises ``Unfittable``.
 
@@ -1156,6 +1305,12 @@ def fit(
             the trace and ``Unfittable`` then name units by the positions they cover,
             ``messages[3..6]``. A segment whose ``meta`` has a str ``"fixed"`` is named by
             that label instead (``<reply priming>``).
+        previous: The previous turn's ``Fit``. Its cut is repeated while the request still
+            fits (what it sent stays the start of what is sent, and the provider's cache reads
+            it); when the cut must move it moves far enough that the next turns append again.
+            ``Fit.cache`` and the trace's ``cache`` line say what happened.
+        cache: A ``CacheProfile`` or its name; ``"none"`` here (no hysteresis), the
+            provider's own in each adapter.
 
     Returns:
         A ``Fit``: ``kept`` (what to send), ``evicted``, ``truncated``, ``total``, the trace.
@@ -1342,6 +1497,7 @@ class ContextWindow:
         *,
         low_watermark: float | None = None,
         why_horizon: int | None = None,
+        cache: CacheProfile | _CacheName | str | None = None,
     ) -> ContextWindow:
         """Makes an empty window.
 
@@ -1361,6 +1517,8 @@ class ContextWindow:
                 ``UnknownKeyError``), so a long conversation's ledger and saved state stay
                 bounded by what is held. None (the default) keeps every answer, as the ledger
                 promises; held keys always keep theirs.
+            cache: A ``CacheProfile`` or its name: ``last_fit.cache`` reports against it, and
+                its low watermark is the default ``low_watermark``.
 
         Raises:
             InvalidArgumentError: ``limit_tokens`` is 0 or above 2**48 - 1, ``reserve >= limit_tokens``,
@@ -1533,6 +1691,9 @@ class ContextWindow:
     def low_watermark(self) -> float | None:
         """The fraction of the ceiling an evicting fit goes down to, or None."""
     @property
+    def cache(self) -> CacheProfile | None:
+        """The prompt cache the window reports against (``last_fit.cache``), or None."""
+    @property
     def why_horizon(self) -> int | None:
         """Fits a key's ``why`` answer is kept after it leaves, or None (kept for good)."""
     @property
@@ -1608,6 +1769,12 @@ def _fit_records(
     *,
     framing: int = 0,
     input_name: str = "messages",
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
+    cache_default: str = "none",
+    provider: str | None = None,
+    exactness: str | None = None,
+    breakpoints: list[int] | None = None,
 ) -> _Rebuild:
     """Counts, fits and returns what the adapter rebuilds from (private; the adapters' entry)."""
 
@@ -1624,6 +1791,8 @@ def _fit_template(
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     *,
     input_name: str = "messages",
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
 ) -> tuple[list[int], list[str], dict[int, str], Fit, list[tuple[int, str]]]:
     """Fits an open model's request by its rendered chat template (private; ``chat.fit_messages``)."""
 
@@ -1640,6 +1809,8 @@ def _fit_chat_fast(
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     *,
     pin_first_user: bool = False,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
 ) -> _Rebuild | None:
     """Fits a Chat Completions message list, or returns None for the Python reader to do it (see the
     module docstring)."""

@@ -63,6 +63,8 @@ def fit(
     tokenizer: Any,
     pin_first_user: bool,
     tool_choice: Any,
+    previous: Any = None,
+    cache: Any = None,
 ) -> tuple[list[dict[str, Any]], Fit] | None:
     """The request in one crossing (``_fit_chat_fast``) when it is made only of what that path
     reads exactly (text content and parts, names, tool calls and results paired by id); None
@@ -71,12 +73,12 @@ def fit(
         return None
     if not (isinstance(budget, Budget) or (type(budget) is int and budget >= 0)):
         return None
-    schemas = _schemas(tools or [], tool_choice)
+    started, schemas = _payload.telemetry.now(), _schemas(tools or [], tool_choice)
     if schemas is None:
         return None
     got = _fit_chat_fast(
         messages, schemas[0], schemas[1], _payload.resolve_budget(budget), _payload.resolve_policy(policy),
-        _payload.resolve_tokenizer(tokenizer), pin_first_user=bool(pin_first_user),
+        _payload.resolve_tokenizer(tokenizer), pin_first_user=bool(pin_first_user), previous=previous, cache=cache,
     )
     if got is None:
         return None
@@ -84,5 +86,5 @@ def fit(
     if any(not t.strip() for t in cut.values()):
         return None  # a text cut to whitespace: the full reader fits again without it
     out = _payload.rebuild(messages, order, digests, cut, lambda i: _cut_path(messages[i], i), _digest, _payload.replace_at)
-    _payload.log_fit(len(messages), len(out), result)
+    _payload.log_fit(len(messages), len(out), result, started)
     return out, result

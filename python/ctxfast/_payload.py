@@ -46,6 +46,7 @@ from typing import Any, NamedTuple, Union
 
 from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer, _fit_records, _resolve_policy, _resolve_tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError, TextEncodingError
+from ctxfast import telemetry as telemetry
 
 # The field readers, the id pairing and the error boundary live in _fields.py; the adapters
 # reach them through this module.
@@ -161,6 +162,12 @@ def fit_messages(
     with_text: Callable[[Any, tuple[Any, ...], str], Any] | None = None,
     origins_of: Callable[[int], list[Where]] | None = None,
     input_name: str = "messages",
+    previous: Fit | None = None,
+    cache: Any = None,
+    cache_default: str = "none",
+    provider: str | None = None,
+    exactness: str | None = None,
+    breakpoints: list[int] | None = None,
 ) -> tuple[list[Any], Fit]:
     """Count every string in one batch, fit once, and rebuild the message list.
 
@@ -172,8 +179,12 @@ def fit_messages(
     where each counted string of message `i` came from, for a message whose record has no
     ``origins``: computed only to word an error. ``input_name`` is the argument the items came
     in (``"messages"``, Responses ``"input"``, Gemini ``"contents"``): errors and trace rows name
-    positions in it.
+    positions in it. ``previous`` and ``cache`` are the caller's (``ctxfast.fit``'s meaning), with
+    ``cache_default`` the provider's profile; ``provider`` and ``exactness`` are what the ``Fit``
+    says of itself; ``breakpoints`` lists the parts (records, then fixed parts) that end with a
+    cache breakpoint.
     """
+    started = telemetry.now()  # None unless OpenTelemetry listens: the span's start
     make_digest = make_digest or (lambda text: {"role": "user", "content": text})
     with_text = with_text or replace_at
     if not records:
@@ -198,7 +209,8 @@ def fit_messages(
         try:
             order, digests, cut, result = _fit_records(
                 strings, ends, extra, layers, groups, texts, calls, labels, budget, policy, tok,
-                framing=digest_framing, input_name=input_name,
+                framing=digest_framing, input_name=input_name, previous=previous, cache=cache,
+                cache_default=cache_default, provider=provider, exactness=exactness, breakpoints=breakpoints,
             )
         except TextEncodingError as e:
             raise _locate(e, parts, origins_of, input_name) from e
@@ -215,7 +227,7 @@ def fit_messages(
         lambda i: records[i].path if cut[i] != records[i].text else None,
         make_digest, with_text,
     )
-    log_fit(len(messages), len(out), result)
+    log_fit(len(messages), len(out), result, started)
     return out, result
 
 
@@ -242,9 +254,12 @@ def rebuild(
     return out
 
 
-def log_fit(sent: int, kept: int, result: Fit) -> None:
+def log_fit(sent: int, kept: int, result: Fit, started_ns: int | None = None) -> None:
     """The INFO line, when INFO is on and the fit removed anything (checked in that order, so a
-    quiet logger never makes the fit build its ``evicted`` list)."""
+    quiet logger never makes the fit build its ``evicted`` list), after ``telemetry.observe``
+    (the rung stats, the DEBUG record, the span), every adapter fit going through here.
+    ``started_ns`` is the ``telemetry.now()`` taken when the fit started."""
+    telemetry.observe(result, items_in=sent, items_out=kept, started_ns=started_ns)
     if not log.isEnabledFor(logging.INFO) or not (result.rungs_fired or result.ledger.removed):
         return
     ledger = result.ledger

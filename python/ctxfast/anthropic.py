@@ -67,9 +67,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxfast import _blocks, _payload, _rounds, _shapes
+from ctxfast import _anthropic_cache, _blocks, _payload, _rounds, _shapes
+from ctxfast import calibration as _calibration
 from ctxfast._blocks import BLOCK_TYPES, IMAGE_TOKENS
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
+from ctxfast._core import Budget, CacheProfile, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast._payload import Fixed, Message, Origin, ToolLink, Where
 
@@ -136,15 +137,46 @@ def fit_messages(
     model: str | None = None,
     tool_choice: str | dict[str, Any] = "auto",
     pin_first_user: bool = False,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
+    cache_breakpoints: bool | int = False,
+    calibration: _calibration.Calibration | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Messages request under ``budget``; returns ``(messages, fit)``.
 
     ``system`` is never dropped, and it is counted in ``fit.total``. Kept messages are the
     caller's own dicts, unchanged. A digested exchange becomes a user message holding its
     record.
+
+    ``previous`` (the previous turn's ``Fit``) keeps that request's cut while it fits, so the
+    cached prefix is read back; ``cache`` is the profile, Anthropic's by default (pick
+    ``"anthropic-1h"``, ``"anthropic-haiku-3"`` or ``"anthropic-4096"`` to match the request).
+    ``cache_breakpoints=True`` places a ``cache_control`` breakpoint on the last block of the
+    fitted payload (a copy of the last message), within the limit of 4 with the caller's own;
+    ``fit.cache`` predicts the reads and writes from the breakpoints the payload carries.
+    ``calibration`` (a ``ctxfast.Calibration``) adds the offset it learnt from reported usage
+    (``fit.calibrate``), and the fit says ``"calibrated"``.
     """
     with _payload.boundary() as here:
-        return _fit(system, messages, budget, tools, policy, tokenizer, model, tool_choice, pin_first_user, here)
+        already, marked, front_marked = _anthropic_cache.caller_breakpoints(system, tools, messages)
+        place = _anthropic_cache.allowance(cache_breakpoints, already)
+        out, result = _fit(
+            system, messages, budget, tools, policy, tokenizer, model, tool_choice, pin_first_user, here,
+            previous, cache, _Marks(marked, front_marked, place > 0), calibration,
+        )
+        return (_anthropic_cache.place_last(out) if place else out), result
+
+
+class _Marks:
+    """Which parts of the request end with a cache breakpoint, for the core's cache report."""
+
+    def __init__(self, messages: list[int], front: bool, last: bool) -> None:
+        self.messages, self.front, self.last = messages, front, last
+
+    def parts(self, records: int) -> list[int]:
+        # The fixed parts follow the records: <system>, then <tool schemas>.
+        parts = [*self.messages, *([records - 1] if self.last and records else [])]
+        return parts + ([records, records + 1] if self.front else [])
 
 
 def _fit(
@@ -158,6 +190,10 @@ def _fit(
     tool_choice: str | dict[str, Any],
     pin_first_user: bool,
     here: _payload.Cursor,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
+    marks: _Marks | None = None,
+    calibration: Any = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     _shapes.refuse_body(messages, "anthropic")
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
@@ -252,6 +288,8 @@ def _fit(
         origin[id(copy)] = origin[id(m)]
         return copy
 
+    # After the marks' parts (<system>, <tool schemas>): a learnt offset is the last fixed part.
+    budget, exactness, pending = _calibration.apply(calibration, fixed, budget, "anthropic", model)
     out, result = _payload.fit_messages(
         messages,
         records,
@@ -262,7 +300,10 @@ def _fit(
         digest_framing=TOKENS_PER_MESSAGE,
         with_text=with_text,
         origins_of=origins_of,
+        previous=previous, cache=cache, cache_default="anthropic", provider="anthropic",
+        exactness=exactness or "estimate", breakpoints=marks.parts(len(records)) if marks else None,
     )
+    _calibration.settle(pending, result)
     if result.evicted:
         # Only a removal can put two user messages side by side.
         out = _rounds.merge_user_runs(out, origin)

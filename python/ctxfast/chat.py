@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ctxfast._core import Budget, ChatTemplate, Fit, Policy, PromptLayer, Tokenizer, _fit_template, _reusable_prefix
+from ctxfast._core import Budget, CacheProfile, ChatTemplate, Fit, Policy, PromptLayer, Tokenizer, _fit_template, _reusable_prefix
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast import _payload, _shapes
 
@@ -158,6 +158,8 @@ def fit_messages(
     add_generation_prompt: bool = True,
     pin_first_user: bool = False,
     template_kwargs: Mapping[str, Any] | None = None,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit an open model's chat request under ``budget``; returns ``(messages, fit)``.
 
@@ -168,7 +170,12 @@ def fit_messages(
     ``date_string``...). ``fit.total`` is the exact token count of ``fit.prompt``, the prompt
     the server prefills; kept messages are the caller's own dicts (a digest is a new user
     message, a truncated message a copy with a shorter ``content``).
+
+    ``previous`` (the previous turn's ``Fit``) keeps its cut while the rendered prompt fits, so
+    the server's KV cache is reused; ``fit.cache.unchanged_prefix`` is measured on the rendered
+    prompts' token ids. ``cache`` is the profile, ``"llama.cpp"`` (prefix reuse) by default.
     """
+    started = _payload.telemetry.now()  # the span's start, when OpenTelemetry listens
     with _payload.boundary() as here:
         tmpl = _template(template)
         if tokenizer is None:
@@ -196,7 +203,7 @@ def fit_messages(
         budget = _payload.resolve_budget(budget)
         order, digests, cut, result, flagged = _fit_template(
             tmpl, list(messages), layers, groups, texts, calls, context, budget,
-            _payload.resolve_policy(policy), _payload.resolve_tokenizer(tokenizer),
+            _payload.resolve_policy(policy), _payload.resolve_tokenizer(tokenizer), previous=previous, cache=cache,
         )
         for i, token in flagged:
             _payload.log.warning(
@@ -207,7 +214,7 @@ def fit_messages(
             messages, order, digests, cut, lambda i: ("content",),
             lambda text: {"role": "user", "content": text}, _payload.replace_at,
         )
-        _payload.log_fit(len(messages), len(out), result)
+        _payload.log_fit(len(messages), len(out), result, started)
         return out, result
 
 

@@ -37,7 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxfast import _payload, _shapes
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
+from ctxfast import calibration as _calibration
+from ctxfast._core import Budget, CacheProfile, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast._payload import Fixed, Message, ToolLink
 
@@ -144,15 +145,22 @@ def fit_contents(
     policy: Policy | str | None = None,
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
     pin_first_user: bool = False,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
+    calibration: _calibration.Calibration | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Gemini request under ``budget``; returns ``(contents, fit)``. All counts are estimates
     on o200k_base unless ``tokenizer=`` is yours (see the module docstring).
 
     ``system_instruction`` (``{"parts": [{"text": ...}]}`` or a str), the tools and the current
     turn are never dropped. Kept contents are the caller's own dicts; a truncated one is a copy
-    with one text part shortened."""
+    with one text part shortened. ``previous`` (the previous turn's ``Fit``) keeps its cut while
+    it fits, for Gemini's implicit cache; ``cache`` is the profile, ``"gemini"`` by default.
+    ``calibration`` (a ``ctxfast.Calibration``) adds the offset it learnt from reported usage
+    (``fit.calibrate``), and the fit says ``"calibrated"``."""
     with _payload.boundary() as here:
-        return _fit(contents, budget, system_instruction, tools, policy, tokenizer, pin_first_user, here)
+        return _fit(contents, budget, system_instruction, tools, policy, tokenizer, pin_first_user, here, previous, cache,
+                    calibration)
 
 
 def fit_body(
@@ -161,14 +169,19 @@ def fit_body(
     *,
     policy: Policy | str | None = None,
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
+    calibration: _calibration.Calibration | None = None,
 ) -> tuple[dict[str, Any], Fit]:
     """Fit a whole ``generateContent`` body: returns ``(body, fit)``, a copy with the fitted
-    ``contents`` and every other field as it was."""
+    ``contents`` and every other field as it was (``previous``, ``cache`` and ``calibration`` as
+    in ``fit_contents``)."""
     if not isinstance(body, Mapping):
         raise ArgumentTypeError(f"argument 'body' must be a dict, not {type(body).__name__}")
     system = body.get("systemInstruction", body.get("system_instruction"))
     contents, result = fit_contents(body.get("contents", []), budget, system_instruction=system,
-                                    tools=body.get("tools"), policy=policy, tokenizer=tokenizer)
+                                    tools=body.get("tools"), policy=policy, tokenizer=tokenizer,
+                                    previous=previous, cache=cache, calibration=calibration)
     return {**body, "contents": contents}, result
 
 
@@ -209,7 +222,8 @@ def _tools(tools: Sequence[Any]) -> tuple[list[str], list[_payload.Where]]:
 
 def _fit(
     contents: Any, budget: Budget | int, system: Any, tools: Any, policy: Any, tokenizer: Any,
-    pin_first_user: bool, here: _payload.Cursor,
+    pin_first_user: bool, here: _payload.Cursor, previous: Fit | None = None, cache: Any = None,
+    calibration: Any = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     if isinstance(contents, Mapping):
         raise ArgumentTypeError("argument 'contents' is a dict: pass body['contents'], or the whole body to fit_body")
@@ -259,10 +273,15 @@ def _fit(
     if system_strings:
         fixed.insert(0, Fixed("<system instruction>", PromptLayer.SYSTEM, system_strings, TOKENS_PER_CONTENT,
                               "system_instruction"))
-    return _payload.fit_messages(
+    budget, exactness, pending = _calibration.apply(calibration, fixed, budget, "gemini")
+    out, result = _payload.fit_messages(
         contents, records, fixed, budget, policy, tokenizer, digest_framing=TOKENS_PER_CONTENT + 1,
         make_digest=lambda text: {"role": "user", "parts": [{"text": text}]}, input_name="contents",
+        previous=previous, cache=cache, cache_default="gemini", provider="gemini",
+        exactness=exactness or "estimate",
     )
+    _calibration.settle(pending, result)
+    return out, result
 
 
 def _links(read: list[Any]) -> tuple[list[ToolLink], list[ToolLink]]:

@@ -78,7 +78,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer
+from ctxfast._core import Budget, CacheProfile, Fit, Policy, PromptLayer, Tokenizer
 from ctxfast._errors import ArgumentTypeError, InvalidArgumentError
 from ctxfast import _openai_fast, _payload, _shapes
 from ctxfast._framing import OPENAI_CHAT
@@ -189,6 +189,8 @@ def fit_messages(
     tool_choice: str | dict[str, Any] | None = None,
     image_sizes: ImageSizes | None = None,
     model: str | None = None,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Chat Completions request under ``budget``; returns ``(messages, fit)``.
 
@@ -204,14 +206,21 @@ def fit_messages(
     ``model`` (the request's own) picks the encoding when ``tokenizer`` is not given
     (``Tokenizer.for_model``: o200k_base for gpt-4o and later, cl100k_base for gpt-4 and
     gpt-3.5-turbo); a model ctxfast does not know is an ``InvalidArgumentError``.
+
+    ``previous`` (the previous turn's ``Fit``) keeps that request's cut while it fits, so
+    OpenAI's automatic prompt cache reads its prefix; when the cut must move it moves far enough
+    for the next turns to append (``Fit.cache`` reports it). ``cache`` is the profile
+    (``CacheProfile`` or name), OpenAI's by default.
     """
     if tokenizer is None and model is not None:
         tokenizer = Tokenizer.for_model(model)
     with _payload.boundary() as here:
-        fast = _openai_fast.fit(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice)
+        fast = _openai_fast.fit(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice, previous, cache)
         if fast is not None:
             return fast
-        return _fit(messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice, image_sizes, here)
+        return _fit(
+            messages, budget, tools, policy, tokenizer, pin_first_user, tool_choice, image_sizes, here, previous, cache
+        )
 
 
 def _fit(
@@ -224,6 +233,8 @@ def _fit(
     tool_choice: str | dict[str, Any] | None,
     image_sizes: ImageSizes | None,
     here: _payload.Cursor,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     _shapes.refuse_body(messages, "openai")
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
@@ -296,6 +307,7 @@ def _fit(
         tok,
         digest_framing=TOKENS_PER_MESSAGE + 1,  # a user message: framing + its role
         origins_of=lambda i: _origins_of(messages[i], i),
+        previous=previous, cache=cache, cache_default="openai", provider="openai",
     )
 
 

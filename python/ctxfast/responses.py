@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxfast import _payload, _shapes
-from ctxfast._core import Budget, Fit, Policy, PromptLayer, Tokenizer, encoding_name_for_model
+from ctxfast._core import Budget, CacheProfile, Fit, Policy, PromptLayer, Tokenizer, encoding_name_for_model
 from ctxfast._errors import ArgumentTypeError, CtxfastError, InvalidArgumentError
 from ctxfast._parts import FILE_TOKENS, IMAGE_DEFAULT, IMAGE_LOW
 from ctxfast._payload import Fixed, Message, ToolLink
@@ -186,6 +186,8 @@ def fit_responses(
     pin_first_user: bool = False,
     previous_response_id: str | None = None,
     model: str | None = None,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     """Fit a Responses API request under ``budget``; returns ``(input_items, fit)``.
 
@@ -194,11 +196,15 @@ def fit_responses(
     dicts; a truncated one is a copy with one text shortened. ``input`` as a string is one user
     message. ``model`` picks the encoding when ``tokenizer`` is not given (``Tokenizer.for_model``;
     an unknown model is an ``InvalidArgumentError``). The counting rules, and which counts are
-    estimates, are in the module docstring."""
+    estimates, are in the module docstring. ``previous`` (the previous turn's ``Fit``) keeps its
+    cut while it fits, for OpenAI's prompt cache; ``cache`` is the profile, OpenAI's by default."""
     if tokenizer is None and model is not None:
         tokenizer = Tokenizer.for_model(model)
     with _payload.boundary() as here:
-        return _fit(input, budget, instructions, tools, policy, tokenizer, pin_first_user, previous_response_id, here)
+        return _fit(
+            input, budget, instructions, tools, policy, tokenizer, pin_first_user, previous_response_id, here,
+            previous, cache,
+        )
 
 
 def fit_responses_body(
@@ -207,23 +213,26 @@ def fit_responses_body(
     *,
     policy: Policy | str | None = None,
     tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    previous: Fit | None = None,
+    cache: CacheProfile | str | None = None,
 ) -> tuple[dict[str, Any], Fit]:
     """Fit a whole ``responses.create`` body: returns ``(body, fit)``, the body a copy with the fitted
     ``input`` and every other field as it was. The body's ``model`` picks the encoding when ctxfast
-    knows it and ``tokenizer`` is not given; otherwise o200k_base counts it."""
+    knows it and ``tokenizer`` is not given; otherwise o200k_base counts it. ``previous`` and
+    ``cache`` are ``fit_responses``'."""
     if not isinstance(body, Mapping):
         raise ArgumentTypeError(f"argument 'body' must be a dict, not {type(body).__name__}")
     items, result = fit_responses(
         body.get("input", []), budget, instructions=body.get("instructions"), tools=body.get("tools"),
         policy=policy, tokenizer=tokenizer, previous_response_id=body.get("previous_response_id"),
-        model=_known_model(body.get("model")),
+        model=_known_model(body.get("model")), previous=previous, cache=cache,
     )
     return {**body, "input": items}, result
 
 
 def _fit(
     input: Any, budget: Budget | int, instructions: Any, tools: Any, policy: Any, tokenizer: Any,
-    pin_first_user: bool, previous: Any, here: _payload.Cursor,
+    pin_first_user: bool, previous: Any, here: _payload.Cursor, previous_fit: Fit | None = None, cache: Any = None,
 ) -> tuple[list[dict[str, Any]], Fit]:
     if previous is not None and not isinstance(previous, str):
         raise ArgumentTypeError(f"argument 'previous_response_id' must be a str or None, not {type(previous).__name__}")
@@ -284,6 +293,7 @@ def _fit(
                               "instructions"))
     return _payload.fit_messages(
         items, records, fixed, budget, policy, tok, digest_framing=TOKENS_PER_ITEM + 1, input_name="input",
+        previous=previous_fit, cache=cache, cache_default="openai", provider="openai-responses",
     )
 
 

@@ -12,7 +12,7 @@ use super::errors::InvalidArgumentError;
 use super::outcome::Fit;
 use crate::engine::cache::{self, Cut, Report, Sent};
 
-/// A prompt cache: what it reuses, writes and charges (prices per uncached input token).
+/// A prompt cache: what it reuses, writes and charges, with prices per uncached input token.
 ///
 /// `CacheProfile(name)` takes a preset: "none", "openai" (automatic, from 1,024 tokens in
 /// 128-token steps, reads at 0.1), "anthropic" (cache_control breakpoints, 1,024 minimum, reads
@@ -66,7 +66,7 @@ impl CacheProfile {
     fn name(&self) -> &str {
         &self.inner.name
     }
-    /// "none", "automatic", "breakpoints" or "local".
+    /// How the cache decides what it holds.
     #[getter]
     fn style(&self) -> &'static str {
         match self.inner.style {
@@ -76,18 +76,22 @@ impl CacheProfile {
             cache::CacheStyle::Local => "local",
         }
     }
+    /// The shortest prefix the cache holds.
     #[getter]
     fn min_prefix(&self) -> usize {
         self.inner.min_prefix
     }
+    /// The step a cached prefix grows in.
     #[getter]
     fn increment(&self) -> usize {
         self.inner.increment
     }
+    /// A cached token read, per uncached token.
     #[getter]
     fn read_price(&self) -> f64 {
         self.inner.read_price
     }
+    /// A token written to the cache, per uncached token (1.0: no surcharge).
     #[getter]
     fn write_price(&self) -> f64 {
         self.inner.write_price
@@ -129,7 +133,7 @@ fn price(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<f64>> {
     Ok(Some(v))
 }
 
-/// What the provider's cache is predicted to do with a fitted request (`Fit.cache`).
+/// What the provider's prompt cache is predicted to do with a fitted request (`Fit.cache`).
 #[pyclass(frozen, module = "ctxfast._core", name = "CacheReport")]
 pub struct CacheReport {
     pub inner: Report,
@@ -137,7 +141,7 @@ pub struct CacheReport {
 
 #[pymethods]
 impl CacheReport {
-    /// The profile's name ("openai", "anthropic", "llama.cpp", "none"...).
+    /// The profile's name.
     #[getter]
     fn profile(&self) -> &str {
         &self.inner.profile
@@ -147,7 +151,8 @@ impl CacheReport {
     fn previous(&self) -> bool {
         self.inner.previous
     }
-    /// Leading tokens the same as the previous request's (0 without one).
+    /// Leading tokens the same as the previous request's (0 without one). For a chat template
+    /// fit it is measured on the rendered prompts' token ids.
     #[getter]
     fn unchanged_prefix(&self) -> usize {
         self.inner.prediction.unchanged_prefix
@@ -167,12 +172,14 @@ impl CacheReport {
     fn uncached(&self) -> usize {
         self.inner.prediction.uncached
     }
-    /// The request's input price in uncached-token units.
+    /// The request's input price in uncached-token units:
+    /// `uncached + read * read_price + write * write_price`.
     #[getter]
     fn cost(&self) -> f64 {
         self.inner.prediction.cost
     }
-    /// "fresh" (no previous request), "kept" (the previous cut still fits), "moved".
+    /// `"fresh"` (no previous request: a plain fit), `"kept"` (the previous cut still fits;
+    /// what it sent starts this request) or `"moved"`.
     #[getter]
     fn cut(&self) -> &'static str {
         self.inner.cut.name()
@@ -182,7 +189,8 @@ impl CacheReport {
     fn moved(&self) -> bool {
         matches!(self.inner.cut, Cut::Moved { .. })
     }
-    /// What a moved cut evicted down to (None: exactly to fit, or not moved).
+    /// What a moved cut evicted down to; None when it evicted exactly to fit, or did not
+    /// move.
     #[getter]
     fn target(&self) -> Option<usize> {
         match self.inner.cut {

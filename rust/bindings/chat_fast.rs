@@ -188,7 +188,7 @@ pub fn _fit_chat_fast(
     previous: Option<&Bound<'_, PyAny>>,
     cache: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<Rebuild>> {
-    let about = About { cache: CacheArgs::read(previous, cache, "openai")?, provider: Some("openai".into()), exactness: None };
+    let about = About { cache: CacheArgs::read(previous, cache, "openai")?, provider: Some("openai".into()), exactness: None, breakpoints: Vec::new() };
     let Ok(list) = messages.cast::<PyList>() else { return Ok(None) };
     if list.is_empty() {
         return Ok(None);

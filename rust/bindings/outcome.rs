@@ -280,29 +280,32 @@ impl Fit {
         self.prompt.as_deref()
     }
     /// What the provider's prompt cache is predicted to do with this request, against the
-    /// previous one when `previous=` was given: `unchanged_prefix`, `read`, `write`,
-    /// `uncached`, `cost`, and whether the `cut` was kept or moved.
+    /// previous one when `previous=` was given.
     #[getter]
     fn cache(&self, py: Python<'_>) -> Py<CacheReport> {
         self.cache.clone_ref(py)
     }
-    /// How `total` was counted: "exact" (the provider's tokenizer and framing), "estimate" (an
-    /// approximation: Anthropic, Gemini, `Tokenizer.approximate`) or "calibrated" (an estimate
-    /// corrected by a `Calibration` learnt from the provider's reported usage).
+    /// How `total` was counted: `"exact"` (the provider's tokenizer and framing), `"estimate"`
+    /// (Anthropic, Gemini, `Tokenizer.approximate`) or `"calibrated"` (an estimate corrected by a
+    /// `Calibration` learnt from the provider's reported usage).
     #[getter]
     fn exactness(&self) -> &str {
         &self.exactness
     }
-    /// The adapter that made the fit ("openai", "openai-responses", "anthropic", "gemini",
-    /// "chat", "langchain"); None for `ctxfast.fit` and `ContextWindow`.
+    /// The adapter that made the fit (`"openai"`, `"openai-responses"`, `"anthropic"`,
+    /// `"gemini"`, `"chat"`); None for `ctxfast.fit` and `ContextWindow`.
     #[getter]
     fn provider(&self) -> Option<&str> {
         self.provider.as_deref()
     }
-    /// Compares this fit with the usage the provider reported for the request it sent
-    /// (`prompt_tokens`, `input_tokens` + cache fields, `promptTokenCount`, or the whole
-    /// response): returns a `ctxfast.CalibrationResult` (the difference, whether the server
-    /// silently truncated), and teaches `calibration` (a `ctxfast.Calibration`) when given.
+    /// Compares this fit with the usage the provider reported for the request it sent.
+    ///
+    /// - usage: `prompt_tokens`, `input_tokens` and its cache fields, `promptTokenCount`, as a
+    ///   dict, an SDK object or the whole response.
+    /// - calibration: a `ctxfast.Calibration` to teach; None to only compare.
+    ///
+    /// Returns a `ctxfast.CalibrationResult`: the difference, and whether the server silently
+    /// truncated the request.
     #[pyo3(signature = (usage, calibration=None))]
     fn calibrate<'py>(
         slf: &Bound<'py, Self>,

@@ -24,7 +24,7 @@ use super::outcome::Fit;
 use super::outcome_build::{build_fit, Originals, RecordMeta};
 use super::policy::policy_arg;
 use super::tokenizer_batch::joined_items;
-use crate::engine::cache::{fit_planned, settle};
+use crate::engine::cache::{fit_planned, settle, Sent};
 use crate::engine::{self, FitOptions, InputNames, Kept, Layer, SegmentData, ToolCall};
 use crate::limits::{add_total, check_count, checked_total};
 
@@ -32,6 +32,8 @@ use crate::limits::{add_total, check_count, checked_total};
 /// digest `d` (whose text is `digests[d]`); `cuts` maps a shortened record to its new text.
 /// The reply priming's label: the one fixed part the provider renders after the messages.
 const PRIMING: &str = "<reply priming>";
+/// The label of the part a `Calibration` adds for its learnt offset (`ctxfast.calibration`).
+const CALIBRATION: &str = "<calibration>";
 
 pub type Rebuild = (Vec<i64>, Vec<String>, HashMap<usize, String>, Fit);
 
@@ -77,8 +79,10 @@ pub fn tool_call(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ToolCall>
 /// - labels: per fixed part, its label (`"<tool schemas>"`); a part that costs 0 is left out.
 /// - previous / cache: as `ctxfast.fit`'s; `cache_default` is the adapter's provider's profile.
 /// - provider / exactness: what `Fit.provider` and `Fit.exactness` say.
+/// - breakpoints: the parts (indices as `ends`') whose end carries a cache breakpoint
+///   (Anthropic `cache_control`), for the cache report.
 #[pyfunction]
-#[pyo3(signature = (strings, ends, extra, layers, groups, texts, calls, labels, budget, policy=None, tokenizer=None, *, framing=0, input_name="messages", previous=None, cache=None, cache_default="none", provider=None, exactness=None))]
+#[pyo3(signature = (strings, ends, extra, layers, groups, texts, calls, labels, budget, policy=None, tokenizer=None, *, framing=0, input_name="messages", previous=None, cache=None, cache_default="none", provider=None, exactness=None, breakpoints=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _fit_records(
     py: Python<'_>,
@@ -100,9 +104,11 @@ pub fn _fit_records(
     cache_default: &str,
     provider: Option<String>,
     exactness: Option<String>,
+    breakpoints: Option<Vec<usize>>,
 ) -> PyResult<Rebuild> {
     let framing = check_count(framing, "argument 'framing'")?;
-    let about = About { cache: CacheArgs::read(previous, cache, cache_default)?, provider, exactness: exactness_arg(exactness)? };
+    let cache = CacheArgs::read(previous, cache, cache_default)?;
+    let about = About { cache, provider, exactness: exactness_arg(exactness)?, breakpoints: breakpoints.unwrap_or_default() };
     let groups = list(groups, "groups", None)?;
     let records = groups.len();
     let texts = list(texts, "texts", Some(records))?;
@@ -146,6 +152,8 @@ pub struct About {
     pub cache: CacheArgs,
     pub provider: Option<String>,
     pub exactness: Option<String>,
+    /// Parts (input indices) that end with a cache breakpoint.
+    pub breakpoints: Vec<usize>,
 }
 
 /// The `exactness` argument: one of the three labels.
@@ -203,6 +211,7 @@ pub fn fit_columns(
     let mut costs = Vec::with_capacity(parts);
     let mut fixed_names = Vec::with_capacity(parts);
     let mut fps = Vec::with_capacity(parts);
+    let mut flagged = Vec::with_capacity(parts);
     let mut start = 0;
     let mut recs = cols.records.into_iter();
     for p in 0..parts {
@@ -234,10 +243,17 @@ pub fn fit_columns(
         costs.push(cost);
         fixed_names.push(fixed);
         fps.push(fp);
+        flagged.push(about.breakpoints.contains(&p));
     }
-    // What the provider renders ahead of the messages: every fixed part but the reply priming.
-    let front: Vec<usize> =
-        fixed_names.iter().enumerate().filter(|(_, f)| f.as_deref().is_some_and(|l| l != PRIMING)).map(|(i, _)| i).collect();
+    // What the provider renders ahead of the messages: every fixed part but the reply priming
+    // and a calibration's offset (which the server never sees: it goes last, so a new offset
+    // changes no item before it).
+    let front: Vec<usize> = fixed_names
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.as_deref().is_some_and(|l| l != PRIMING && l != CALIBRATION))
+        .map(|(i, _)| i)
+        .collect();
     let names = InputNames { input: input_name.to_string(), fixed: fixed_names };
     let (budget, policy_ref) = (&budget.get().inner, &policy.get().inner);
     let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
@@ -249,7 +265,8 @@ pub fn fit_columns(
     })?;
     let mut out = planned.outcome;
     let rungs = policy_ref.rungs.iter().map(|r| r.name.clone()).collect();
-    let (sent, report) = settle(&mut out, planned.cut, &fps, &costs, &front, rungs, previous, &cached.profile, None, Vec::new(), cached.asked);
+    let marks = Sent::marks(&costs, &front, &out, &flagged);
+    let (sent, report) = settle(&mut out, planned.cut, &fps, &costs, &front, rungs, previous, &cached.profile, None, marks, cached.asked);
     let (order, cuts) = kept_order(&out, records);
     let digests = out.digests.iter().map(|d| d.text.clone()).collect();
     let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };

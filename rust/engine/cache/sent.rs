@@ -90,6 +90,28 @@ impl Sent {
         Sent { items, left, rungs, total: out.total, breakpoints: Vec::new(), prompt: None }
     }
 
+    /// The tokens before each cache breakpoint of the payload `out` sends, in payload order
+    /// (`front` first, as `of` orders it): a breakpoint closes each kept segment `flagged` says
+    /// carries one, and a digest never does.
+    pub fn marks(counts: &[usize], front: &[usize], out: &FitOutcome, flagged: &[bool]) -> Vec<usize> {
+        let is_front = |k: &&Kept| matches!(k, Kept::Original(i) if front.contains(i));
+        let in_order = out.kept.iter().filter(is_front).chain(out.kept.iter().filter(|k| !is_front(k)));
+        let mut at = 0usize;
+        let mut marks = Vec::new();
+        for k in in_order {
+            let (index, tokens) = match k {
+                Kept::Original(i) => (Some(*i), counts.get(*i).copied().unwrap_or(0)),
+                Kept::Truncated { index, tokens, .. } => (Some(*index), *tokens),
+                Kept::Digest { digest } => (None, out.digests.get(*digest).map_or(0, |d| d.tokens)),
+            };
+            at = at.saturating_add(tokens);
+            if index.is_some_and(|i| flagged.get(i).copied().unwrap_or(false)) {
+                marks.push(at);
+            }
+        }
+        marks
+    }
+
     /// The leading tokens `self` (this request) shares with `previous`: the items equal from the
     /// start, whole.
     pub fn unchanged_prefix(&self, previous: &Sent) -> usize {
