@@ -8,10 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arbitrary::Arbitrary;
+use ctxfast::engine::cache::{fingerprint, fit_planned, settle, CacheProfile, Cut};
 use ctxfast::engine::policy_format;
 use ctxfast::engine::presets;
 use ctxfast::engine::{
-    fit, Action, Budget, FitOutcome, Filter, Floor, Kept, Layer, LayerSet, Order, Policy, Rung, SegmentData, Taken,
+    fit, Action, Budget, FitOptions, FitOutcome, Filter, Floor, Kept, Layer, LayerSet, Order, Policy, Rung, SegmentData, Taken,
     Target, ToolCall, Until,
 };
 use ctxfast::error::CtxError;
@@ -265,7 +266,13 @@ pub struct LadderInput {
     pub policy: PolicyIn,
     pub separator: Option<TextIn>,
     pub framing: u8,
+    /// A previous request: its share of the segments (x/255) and a cache profile's index
+    /// (`CACHE_PROFILES`); the whole request is then also fitted against it (`cache::plan`).
+    pub previous: Option<(u8, u8)>,
 }
+
+/// The profiles a cache-aware fit is tried under.
+const CACHE_PROFILES: [&str; 5] = ["openai", "anthropic", "llama.cpp", "vllm", "none"];
 
 /// Where an input segment ended up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,19 +326,68 @@ pub fn check_ladder(input: &LadderInput) {
         Ok(out) => out,
     };
     assert!(!too_large, "a request over MAX_TOTAL was not refused");
-    check_outcome(&segs, &counts, &budget, &policy, sep, sep_tokens, framing, &out);
+    let req = Request { segs: &segs, counts: &counts, budget: &budget, policy: &policy, sep, sep_tokens, framing };
+    check_outcome(&req, &out, false);
+    if let Some((share, profile)) = input.previous {
+        check_planned(&req, share, profile);
+    }
 }
 
-fn check_outcome(
-    segs: &[&SegmentData],
-    counts: &[usize],
-    budget: &Budget,
-    policy: &Policy,
-    sep: Option<&str>,
+/// One fitted request, as the checks read it.
+struct Request<'a> {
+    segs: &'a [&'a SegmentData],
+    counts: &'a [usize],
+    budget: &'a Budget,
+    policy: &'a Policy,
+    sep: Option<&'a str>,
     sep_tokens: usize,
     framing: usize,
-    out: &FitOutcome,
-) {
+}
+
+/// The cache-aware fit of the whole request against a previous request that sent a prefix of it:
+/// whenever the plain fit succeeds, so does the planned one (its last resort is the plain fit),
+/// with every invariant of a fit and the same answer twice.
+fn check_planned(req: &Request<'_>, share: u8, profile: u8) {
+    let &Request { segs, counts, budget, policy, sep, framing, .. } = req;
+    let Ok(profile) = CacheProfile::named(CACHE_PROFILES[profile as usize % CACHE_PROFILES.len()]) else {
+        panic!("a named profile does not load")
+    };
+    let fps: Vec<u64> = segs.iter().zip(counts).map(|(s, &n)| fingerprint(s, n)).collect();
+    let rungs: Vec<String> = policy.rungs.iter().map(|r| r.name.clone()).collect();
+    let opts = FitOptions { separator: sep, framing, names: None, pins: &[] };
+    let cut = (segs.len() * share as usize / 255).max(1).min(segs.len());
+    let Ok(before) = fit_planned(&segs[..cut], &counts[..cut], &fps[..cut], budget, policy, &Words, &opts, None, &profile)
+    else {
+        return;
+    };
+    assert_eq!(before.cut, Cut::Fresh, "a fit without a previous request was planned");
+    let mut first = before.outcome;
+    let (sent, _) = settle(&mut first, before.cut, &fps[..cut], &counts[..cut], &[], rungs.clone(), None, &profile, None, Vec::new(), true);
+    let run = || fit_planned(segs, counts, &fps, budget, policy, &Words, &opts, Some(&sent), &profile);
+    let (a, b) = (run(), run());
+    assert_eq!(a.as_ref().map(|p| (&p.outcome, p.cut)), b.as_ref().map(|p| (&p.outcome, p.cut)), "planned fit is not deterministic");
+    let planned = match a {
+        Ok(p) => p,
+        Err(e) => panic!("the plain fit succeeded but the planned one failed: {e:?}"),
+    };
+    if !profile.caches() {
+        assert_eq!(planned.cut, Cut::Fresh);
+    }
+    if let Cut::Moved { target: Some(aim) } = planned.cut {
+        assert!(aim < budget.ceiling(), "a move aimed at {aim}, not below the ceiling");
+    }
+    let mut out = planned.outcome;
+    let (_, report) = settle(&mut out, planned.cut, &fps, counts, &[], rungs, Some(&sent), &profile, None, Vec::new(), true);
+    let p = report.prediction;
+    assert_eq!(p.read + p.write + p.uncached, out.total, "the prediction does not add up: {p:?}");
+    assert!(p.read <= p.unchanged_prefix && p.unchanged_prefix <= out.total, "{p:?} of {}", out.total);
+    check_outcome(req, &out, true);
+}
+
+/// `planned`: a cache-aware fit, which may repeat a previous cut or aim below the ceiling, so it
+/// may remove from a request that fits.
+fn check_outcome(req: &Request<'_>, out: &FitOutcome, planned: bool) {
+    let &Request { segs, counts, budget, policy, sep, sep_tokens, framing } = req;
     let n = segs.len();
     let ceiling = budget.ceiling();
     assert_eq!(out.ceiling, ceiling);
@@ -468,7 +524,7 @@ fn check_outcome(
     assert_eq!(out.over_by, out.trace.start_total.saturating_sub(ceiling));
     // Only a cap rung (`until = "cap"`) takes from a request that fits.
     let enforces_caps = policy.rungs.iter().any(|r| r.until == Until::Cap);
-    if sep.is_none() && start_total <= ceiling as u128 && !enforces_caps {
+    if sep.is_none() && start_total <= ceiling as u128 && !enforces_caps && !planned {
         assert!(out.removals.is_empty() && out.truncations.is_empty(), "removed from a request that fit");
     }
 

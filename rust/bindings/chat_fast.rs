@@ -262,7 +262,7 @@ pub fn _fit_chat_fast(
     let mut layers: Vec<Layer> = u.layers;
     layers.extend([Layer::Tools, Layer::System]);
     let labels = vec!["<tool schemas>".to_string(), "<reply priming>".to_string()];
-    let cols = Columns { strings, ends, extra, layers, records, labels };
-    let digest_framing = OPENAI_CHAT.per_message + 1; // a user message: framing + its role
-    fit_columns(py, cols, budget, policy, tokenizer, digest_framing, "messages", about).map(Some)
+    let framing = OPENAI_CHAT.per_message + 1; // a digest is a user message: framing + its role
+    let cols = Columns { strings, ends, extra, layers, records, labels, framing };
+    fit_columns(py, cols, budget, policy, tokenizer, "messages", about).map(Some)
 }

@@ -143,8 +143,8 @@ pub fn _fit_records(
     let labels = (0..labels.len())
         .map(|k| Ok(args::text(&labels.get_item(k)?, &format!("labels[{k}]"))?.to_string()))
         .collect::<PyResult<Vec<_>>>()?;
-    let cols = Columns { strings: joined, ends, extra, layers, records: recs, labels };
-    fit_columns(py, cols, budget, policy, tokenizer, framing, input_name, about)
+    let cols = Columns { strings: joined, ends, extra, layers, records: recs, labels, framing };
+    fit_columns(py, cols, budget, policy, tokenizer, input_name, about)
 }
 
 /// What a fit is beyond its request: the cache arguments, and what `Fit` says of itself.
@@ -181,6 +181,8 @@ pub struct Columns<'a> {
     pub layers: Vec<Layer>,
     pub records: Vec<Record>,
     pub labels: Vec<String>,
+    /// What a digest record the ladder makes costs beyond its text (a message's framing).
+    pub framing: usize,
 }
 
 /// Counts every string in one batch, fits once, and returns what the adapter rebuilds from.
@@ -190,11 +192,10 @@ pub fn fit_columns(
     budget: &Bound<'_, PyAny>,
     policy: Option<&Bound<'_, PyAny>>,
     tokenizer: Option<&Bound<'_, PyAny>>,
-    framing: usize,
     input_name: &str,
     about: About,
 ) -> PyResult<Rebuild> {
-    let records = cols.records.len();
+    let (records, cols_framing) = (cols.records.len(), cols.framing);
     if records == 0 {
         return Err(InvalidArgumentError::new_err(format!("argument '{input_name}' is empty: there is no request to fit")));
     }
@@ -259,7 +260,7 @@ pub fn fit_columns(
     let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
     let cached = &about.cache;
     let previous = cached.previous.as_deref();
-    let opts = FitOptions { framing, names: Some(&names), ..Default::default() };
+    let opts = FitOptions { framing: cols_framing, names: Some(&names), ..Default::default() };
     let planned = with_source(py, tok, refs.len(), |src| {
         fit_planned(&refs, &costs, &fps, budget, policy_ref, src, &opts, previous, &cached.profile)
     })?;
