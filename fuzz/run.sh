@@ -16,8 +16,8 @@ set -euo pipefail
 
 # The targets CI runs. state_loader and state_mutator are left out while F9 (saved states load
 # without validation) is open: they fail within seconds on it. See README.md.
-CI_TARGETS=(policy_parser ladder window_ops state_loader state_mutator chat_template bpe_engine)
-ALL_TARGETS=(policy_parser ladder window_ops state_loader state_mutator chat_template bpe_engine)
+CI_TARGETS=(policy_parser ladder window_ops state_loader state_mutator chat_template bpe_engine pretokenizer)
+ALL_TARGETS=(policy_parser ladder window_ops state_loader state_mutator chat_template bpe_engine pretokenizer)
 CARGO_FUZZ_VERSION=0.13.2
 
 if [[ $# -lt 1 || ! $1 =~ ^[0-9]+$ || $1 -lt 1 ]]; then

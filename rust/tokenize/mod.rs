@@ -11,6 +11,7 @@ mod hf_adjust;
 mod huggingface;
 pub mod join;
 mod models;
+pub mod scan;
 pub mod specials;
 mod tiktoken;
 
@@ -284,7 +285,7 @@ impl TokenCounter {
             return Ok(e.encode_matched(text, self.splitter()));
         }
         match &self.engine {
-            Engine::Tiktoken(e) => Ok(e.tokenizer().encode(text)),
+            Engine::Tiktoken(e) => Ok(e.encode(text)),
             Engine::HuggingFace(hf) => hf.encode(text),
             Engine::Approximate { .. } => Err(approximate::no_ids("encode")),
         }

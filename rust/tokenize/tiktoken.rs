@@ -3,15 +3,9 @@
 //! `bpe-openai` serialises the BPE automata at compile time and deserialises them on first use
 //! (tens of milliseconds), so there is no network, no file and no multi-second build at run time.
 
-use rustc_hash::FxHashMap;
-
+use super::scan;
 use super::specials::Splitter;
 use crate::error::{CtxError, CtxResult};
-
-/// Texts shorter than this are counted piece by piece without a memo (nothing repeats enough).
-const MEMO_MIN_BYTES: usize = 8 * 1024;
-/// Pieces looked at before deciding whether the memo pays.
-const MEMO_PROBE: usize = 2048;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encoding {
@@ -43,39 +37,29 @@ impl Encoding {
 
     /// The exact count: the sum of the BPE counts of the pre-tokenizer's pieces.
     ///
-    /// Long prose and JSON repeat the same pieces (words, keys) thousands of times, so their
-    /// counts are memoised per call: 1.3-1.45x faster on the benchmark corpora. Japanese runs and
-    /// random data hardly repeat, and there hashing costs more than it saves (0.8-0.97x), so the
-    /// memo is dropped when fewer than half of the first pieces were seen before. Either way the
-    /// pieces and their counts are the engine's own: the result is identical.
+    /// The pieces come from the hand-written scanner (`scan`), which splits exactly as the
+    /// encoding's regex does, and their counts from this thread's piece cache, which keeps them
+    /// across calls: a server's later requests find most of their pieces counted.
     pub fn count(self, text: &str) -> usize {
-        let tok = self.tokenizer();
-        if text.len() < MEMO_MIN_BYTES {
-            return tok.count(text);
+        let bpe = &self.tokenizer().bpe;
+        scan::count(self.pattern(), text, |piece| bpe.count(piece))
+    }
+
+    /// The ids of `text` (tiktoken's `encode_ordinary`), over the scanner's pieces.
+    pub fn encode(self, text: &str) -> Vec<u32> {
+        let bpe = &self.tokenizer().bpe;
+        let mut ids = Vec::with_capacity(text.len() / 4 + 1);
+        for piece in scan::pieces(self.pattern(), text) {
+            ids.extend(bpe.encode_via_backtracking(piece.as_bytes()));
         }
-        let mut memo: FxHashMap<&str, usize> = FxHashMap::default();
-        let mut pieces = tok.split(text);
-        let (mut total, mut hits) = (0usize, 0usize);
-        for piece in pieces.by_ref().take(MEMO_PROBE) {
-            total += match memo.get(piece) {
-                Some(&n) => {
-                    hits += 1;
-                    n
-                }
-                None => {
-                    let n = tok.bpe.count(piece.as_bytes());
-                    memo.insert(piece, n);
-                    n
-                }
-            };
+        ids
+    }
+
+    fn pattern(self) -> scan::Pattern {
+        match self {
+            Self::O200kBase => scan::Pattern::O200k,
+            Self::Cl100kBase => scan::Pattern::Cl100k,
         }
-        if hits * 2 < MEMO_PROBE {
-            return total + pieces.map(|p| tok.bpe.count(p.as_bytes())).sum::<usize>();
-        }
-        for piece in pieces {
-            total += *memo.entry(piece).or_insert_with(|| tok.bpe.count(piece.as_bytes()));
-        }
-        total
     }
 
     pub fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
@@ -149,12 +133,12 @@ impl Encoding {
 
     /// Byte offset after each token of `text`, ascending.
     pub fn token_ends(self, text: &str) -> Vec<usize> {
-        let tok = self.tokenizer();
+        let bpe = &self.tokenizer().bpe;
         let mut end = 0usize;
-        tok.encode(text)
+        self.encode(text)
             .into_iter()
             .map(|id| {
-                end += tok.bpe.token_len(id);
+                end = end.saturating_add(bpe.token_len(id));
                 end
             })
             .collect()
@@ -181,7 +165,7 @@ impl Encoding {
         for p in splitter.marked(text) {
             match p.token.and_then(|k| self.special_tokens().get(k)) {
                 Some(&(_, id)) => out.push(id),
-                None => out.extend(self.tokenizer().encode(text.get(p.start..p.end).unwrap_or(""))),
+                None => out.extend(self.encode(text.get(p.start..p.end).unwrap_or(""))),
             }
         }
         out

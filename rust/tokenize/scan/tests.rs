@@ -1,0 +1,175 @@
+//! The scanners against the regex they replace (bpe-openai's pre-tokenizer): the same pieces on
+//! the agreement corpora, on hand-picked traps and on seeded random text mixing scripts,
+//! whitespace runs, digits, contractions, marks and emoji.
+
+use super::{classes, pieces, Pattern};
+
+fn regex_pieces(pattern: Pattern, text: &str) -> Vec<&str> {
+    let tok = match pattern {
+        Pattern::O200k => bpe_openai::o200k_base(),
+        Pattern::Cl100k => bpe_openai::cl100k_base(),
+    };
+    tok.split(text).collect()
+}
+
+fn same(text: &str) {
+    for pattern in [Pattern::O200k, Pattern::Cl100k] {
+        let ours: Vec<&str> = pieces(pattern, text).collect();
+        let theirs = regex_pieces(pattern, text);
+        if ours != theirs {
+            let at = ours.iter().zip(&theirs).position(|(a, b)| a != b).unwrap_or(ours.len().min(theirs.len()));
+            let lo = at.saturating_sub(2);
+            panic!(
+                "{pattern:?} differs at piece {at} of {text:?}:\n  ours   {:?}\n  regex  {:?}",
+                &ours[lo..(at + 3).min(ours.len())],
+                &theirs[lo..(at + 3).min(theirs.len())]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_class_table_is_built_from_the_unicode_tables() {
+    assert!(classes::table_is_built());
+}
+
+#[test]
+fn traps() {
+    let cases = [
+        "", " ", "  ", "a", "don't", "DON'T", "I'm", "we'LL", "'s", "'S", "'ſ", "x'ſ", "'re", "'x", "''s",
+        "hello world", " hello", "  hello", "\thello", "\u{a0}hello", "hello  ", "hello \n", "a\n\n b", "a \n \n b",
+        "a\r\nb", "\n", "\r\n\r\n", " \n", "\n ", "x  \t y", "end   ", "1234567", "12 345", "१२३४", "½²",
+        "!!!", " !!!", "!!!\n\n", "a/b", "!/\n/", " //\n", "foo.bar()", "(hello", "--flag=value",
+        "CamelCaseWord", "HTTPServer", "iPhone", "ABC def", "ÀÉÎ", "straße", "ǅungla", "ʰello",
+        "e\u{301}cole", "\u{301}e", "\u{301}\u{301}", "a\u{301}B\u{301}c", "!\u{301}", " \u{301}a", "ABC\u{301}",
+        "日本語のテキスト", "中文，标点。", "한국어 텍스트", "العربية", "עברית", "ไทย", "🙂🙂 🎉", "👩‍👩‍👧",
+        "x\u{200b}y", "\u{3000}全角", "\u{2028}line", "\u{85}next", "tab\u{b}vt\u{c}ff", "\u{1c}\u{1d}\u{1e}\u{1f}",
+        "ｆｕｌｌｗｉｄｔｈ", "Ⅻ", "𝐀𝐁𝐂", "$100.00", "email@example.com", "{\"key\": [1, 2, 3]}", "    def f(x):\n        return x\n",
+    ];
+    for case in cases {
+        same(case);
+    }
+}
+
+#[test]
+fn the_agreement_corpora() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpora");
+    let mut read = 0;
+    for name in ["pride_and_prejudice.txt", "wagahai.txt"] {
+        let Ok(text) = std::fs::read_to_string(dir.join(name)) else { continue };
+        for chunk in text.as_bytes().chunks(64 * 1024).filter_map(|c| std::str::from_utf8(c).ok()) {
+            same(chunk);
+        }
+        same(&text);
+        read += 1;
+    }
+    assert_eq!(read, 2, "the corpora under {}", dir.display());
+    // Code: this crate's own sources and the Python package's.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut stack = vec![root.join("rust"), root.join("python/ctxfast")];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                same(&text);
+                files += 1;
+            }
+        }
+    }
+    assert!(files > 50);
+}
+
+/// A small seeded generator (xorshift): the fuzz is reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+const ATOMS: &[&str] = &[
+    "a", "Z", "word", "Word", "WORD", "ab", "'", "'s", "'S", "'ll", "'Re", "'ve", "'d", "'m", "'t", "'ſ", " ", "  ", "\t",
+    "\n", "\r", "\r\n", "\u{a0}", "\u{3000}", "\u{2028}", "\u{85}", "0", "7", "42", "1234", "٣", "½", "Ⅻ", "!", "?", ".", ",",
+    "/", "//", "-", "_", "(", ")", "{", "}", "\"", "#", "@", "$", "%", "&", "*", "+", "=", "<", ">", "|", "\\", "~", "`",
+    "é", "É", "ß", "ǅ", "ʰ", "\u{301}", "\u{300}", "\u{0903}", "日", "本", "カ", "ー", "한", "ㄱ", "ا", "ب", "א", "ไ", "ि",
+    "🙂", "🎉", "\u{200d}", "\u{fe0f}", "\u{200b}", "𝐀", "ｆ", "Ω", "ω", "ϑ", "ꙮ", "\u{e000}", "\u{10ffff}", "\u{1f}", "\u{7f}",
+];
+
+#[test]
+fn random_text() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut buf = String::new();
+    for _ in 0..200_000 {
+        buf.clear();
+        let n = 1 + rng.next() % 24;
+        for _ in 0..n {
+            buf.push_str(rng.pick(ATOMS));
+        }
+        same(&buf);
+    }
+}
+
+#[test]
+fn random_code_points() {
+    // Any scalar value, weighted towards the planes text uses.
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    let mut buf = String::new();
+    for _ in 0..100_000 {
+        buf.clear();
+        for _ in 0..(1 + rng.next() % 16) {
+            let r = rng.next();
+            let c = match r % 4 {
+                0 => (r >> 8) % 0x80,
+                1 => (r >> 8) % 0x800,
+                2 => (r >> 8) % 0x3_0000,
+                _ => (r >> 8) % 0x11_0000,
+            } as u32;
+            if let Some(ch) = char::from_u32(c) {
+                buf.push(ch);
+            }
+        }
+        same(&buf);
+    }
+}
+
+/// Throughput of the pieces alone and of the cached count (`cargo test --release -- --ignored
+/// --nocapture scan_speed`): not a timed test, a probe for profiling.
+#[test]
+#[ignore]
+fn scan_speed() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpora/pride_and_prejudice.txt");
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mb = text.len() as f64 / 1e6;
+    let time = |label: &str, f: &dyn Fn() -> usize| {
+        let mut best = f64::MAX;
+        let mut n = 0;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            n = f();
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        eprintln!("{label}: {:.0} MB/s ({n})", mb / best);
+    };
+    let bpe = &bpe_openai::o200k_base().bpe;
+    time("regex split", &|| bpe_openai::o200k_base().split(&text).count());
+    time("scan", &|| pieces(Pattern::O200k, &text).count());
+    time("scan + memo count", &|| super::count(Pattern::O200k, &text, |p| bpe.count(p)));
+    let misses = std::cell::Cell::new(0usize);
+    super::count(Pattern::O200k, &text, |p| {
+        misses.set(misses.get() + 1);
+        bpe.count(p)
+    });
+    let distinct: std::collections::HashSet<&str> = pieces(Pattern::O200k, &text).collect();
+    eprintln!("warm misses {} of {} pieces, {} distinct", misses.get(), pieces(Pattern::O200k, &text).count(), distinct.len());
+    time("scan + bpe count", &|| pieces(Pattern::O200k, &text).map(|p| bpe.count(p.as_bytes())).sum());
+}
