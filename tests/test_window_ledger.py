@@ -613,3 +613,24 @@ def test_ledger_repr_and_entries():
     assert [x.key for x in w.ledger_entries()] == ["a", "b"]
     assert "balanced" in repr(w.ledger)
     assert "status='held'" in repr(w.why("a"))
+
+
+def test_a_held_key_is_refused_before_it_is_counted():
+    # Issue 14: a recurring chunk (a retrieval hit already held) costs a lookup, not a count.
+    calls = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    w = ContextWindow(1000, Tokenizer.from_callable(count))
+    assert w.admit(Segment("first chunk", PromptLayer.RETRIEVED, key="k"))
+    assert calls == ["first chunk"]
+    assert not w.admit(Segment("the same chunk again", PromptLayer.RETRIEVED, key="k"))
+    assert w.admit_many([Segment("again and again", PromptLayer.RETRIEVED, key="k"),
+                         Segment("a new one", PromptLayer.RETRIEVED, key="k2")]) == [False, True]
+    assert calls == ["first chunk", "a new one"]
+    assert w.ledger.refused_duplicates == 2
+    # A freed key is counted again when it comes back.
+    w.discard("k")
+    assert w.admit(Segment("back", PromptLayer.RETRIEVED, key="k")) and calls[-1] == "back"

@@ -489,7 +489,8 @@ class Tokenizer:
         the totals of every user in the process.
         """
     def clear_cache(self) -> None:
-        """Empties the count cache. A shared cache is emptied for every user."""
+        """Empties the count cache (a shared cache is emptied for every user) and, for an embedded
+        encoding, the calling thread's piece cache."""
     @property
     def name(self) -> str:
         """What counts: ``"o200k_base"``, ``"cl100k_base"``, ``"huggingface:bpe"``,

@@ -238,7 +238,8 @@ impl Tokenizer {
         }
     }
 
-    /// Empties the count cache. A shared cache is emptied for every user.
+    /// Empties the count cache (a shared cache is emptied for every user) and, for an embedded
+    /// encoding, the calling thread's piece cache.
     fn clear_cache(&self) {
         match &self.backend {
             Backend::Native(c) => c.clear_cache(),

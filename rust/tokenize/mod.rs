@@ -347,8 +347,13 @@ impl TokenCounter {
         self.cache.info()
     }
 
+    /// Empties the count cache and, for an embedded encoding, the calling thread's piece cache
+    /// (other threads keep theirs: a piece cache belongs to its thread).
     pub fn clear_cache(&self) {
         self.cache.clear();
+        if let Engine::Tiktoken(e) = &self.engine {
+            e.clear_pieces();
+        }
     }
 
     pub fn cache(&self) -> &CountCache {

@@ -10,6 +10,11 @@ use crate::engine::{Layer, SegmentData};
 use crate::error::{CtxError, CtxResult};
 
 impl Window {
+    /// Whether a segment with `key` would be refused as a duplicate (the key is held).
+    pub fn holds_key(&self, key: Option<&str>) -> bool {
+        key.is_some_and(|k| self.held_keys.contains_key(k))
+    }
+
     /// The caller removes a held segment now; recorded like an eviction, the key freed.
     pub fn discard(&mut self, key: &str) -> CtxResult<Changes> {
         let id = *self.held_keys.get(key).ok_or_else(|| unknown(key))?;

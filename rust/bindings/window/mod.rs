@@ -79,6 +79,13 @@ impl ContextWindow {
     fn admit(&self, segment: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = segment.py();
         let seg = segment.cast::<Segment>().map_err(|_| args::wrong_type(segment, "segment", "Segment"))?;
+        // A held key is refused before anything is counted: a recurring chunk costs a lookup.
+        {
+            let mut st = lock(py, &self.state)?;
+            if st.core.holds_key(seg.get().data.key.as_deref()) {
+                return self.admit_one(py, &mut st, seg, 0);
+            }
+        }
         let counts = settle_counts(py, self.tokenizer.bind(py).get(), std::slice::from_ref(seg))?;
         let mut st = lock(py, &self.state)?;
         st.core.can_admit(&counts)?;
@@ -89,8 +96,28 @@ impl ContextWindow {
     fn admit_many(&self, segments: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
         let py = segments.py();
         let segs = segments_arg(segments, "segments")?;
-        let counts = settle_counts(py, self.tokenizer.bind(py).get(), &segs)?;
-        let mut st = lock(py, &self.state)?;
+        let tok = self.tokenizer.bind(py).get();
+        // A segment whose key is held is not counted (it will be refused). Should such a key be
+        // freed before the turn is admitted (another thread's discard), the segment is counted
+        // then: each pass counts at least one more, so this ends.
+        let mut counts: Vec<Option<usize>> = vec![None; segs.len()];
+        let mut todo: Vec<usize> = {
+            let st = lock(py, &self.state)?;
+            (0..segs.len()).filter(|&i| !st.core.holds_key(segs[i].get().data.key.as_deref())).collect()
+        };
+        let mut st = loop {
+            let batch: Vec<Bound<'_, Segment>> = todo.iter().map(|&i| segs[i].clone()).collect();
+            for (&i, n) in todo.iter().zip(settle_counts(py, tok, &batch)?) {
+                counts[i] = Some(n);
+            }
+            let st = lock(py, &self.state)?;
+            todo = (0..segs.len()).filter(|&i| counts[i].is_none() && !st.core.holds_key(segs[i].get().data.key.as_deref())).collect();
+            if todo.is_empty() {
+                break st;
+            }
+        };
+        // Uncounted ones are held: admit_one refuses them whatever the count.
+        let counts: Vec<usize> = counts.into_iter().map(|c| c.unwrap_or(0)).collect();
         // All or nothing: a turn that would pass the limits is refused before any of it is held.
         st.core.can_admit(&counts)?;
         segs.iter().zip(counts).map(|(s, n)| self.admit_one(py, &mut st, s, n)).collect()

@@ -38,18 +38,30 @@ thread_local! {
     static CL100K: RefCell<Option<Memo>> = const { RefCell::new(None) };
 }
 
+type Table = std::thread::LocalKey<RefCell<Option<Memo>>>;
+
+fn table(pattern: Pattern) -> &'static Table {
+    match pattern {
+        Pattern::O200k => &O200K,
+        Pattern::Cl100k => &CL100K,
+    }
+}
+
 /// Runs `f` with this thread's table for `pattern`, or with None when the table is already in
 /// use up the stack (counting does not recurse, so in practice never) or the thread is ending.
 pub fn with<R>(pattern: Pattern, mut f: impl FnMut(Option<&mut Memo>) -> R) -> R {
-    let cell = match pattern {
-        Pattern::O200k => &O200K,
-        Pattern::Cl100k => &CL100K,
-    };
+    let cell = table(pattern);
     let done = cell.try_with(|c| c.try_borrow_mut().ok().map(|mut slot| f(Some(slot.get_or_insert_with(Memo::new)))));
     match done {
         Ok(Some(r)) => r,
         _ => f(None),
     }
+}
+
+/// Drops this thread's table for `pattern` (the next use allocates a new, empty one).
+pub fn forget(pattern: Pattern) {
+    let cell = table(pattern);
+    let _ = cell.try_with(|c| c.try_borrow_mut().map(|mut slot| *slot = None));
 }
 
 impl Memo {

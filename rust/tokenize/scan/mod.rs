@@ -29,6 +29,11 @@ pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -
     })
 }
 
+/// Drops this thread's piece cache for `pattern`: the next count starts cold.
+pub fn forget(pattern: Pattern) {
+    memo::forget(pattern);
+}
+
 /// The pieces of `text`, in order; together they are `text`.
 pub fn pieces(pattern: Pattern, text: &str) -> Pieces<'_> {
     Pieces { pattern, text, at: 0 }
