@@ -173,3 +173,18 @@ fn scan_speed() {
     eprintln!("warm misses {} of {} pieces, {} distinct", misses.get(), pieces(Pattern::O200k, &text).count(), distinct.len());
     time("scan + bpe count", &|| pieces(Pattern::O200k, &text).map(|p| bpe.count(p.as_bytes())).sum());
 }
+
+/// The cached count alone, many times over (`perf record` on this test).
+#[test]
+#[ignore]
+fn memo_profile() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpora/pride_and_prejudice.txt");
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let bpe = &bpe_openai::o200k_base().bpe;
+    let t = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..40 {
+        n += super::count(Pattern::O200k, &text, |p| bpe.count(p));
+    }
+    eprintln!("{:.0} MB/s ({n})", 40.0 * text.len() as f64 / 1e6 / t.elapsed().as_secs_f64());
+}

@@ -42,11 +42,17 @@ pub fn run(s: &[u8], mut i: usize, pred: impl Fn(Ch) -> bool) -> usize {
 
 /// The contraction at `i` (`'s 't 're 've 'm 'll 'd`, any case as Unicode simple case folding
 /// gives it, so `'ſ` is `'s`): its end, or None.
-#[inline]
+#[inline(always)]
 pub fn contraction(s: &[u8], i: usize) -> Option<usize> {
     if s.get(i) != Some(&b'\'') {
         return None;
     }
+    contraction_after_quote(s, i)
+}
+
+/// `contraction` once the quote is known to be there (kept out of line: it is rare).
+#[inline(never)]
+fn contraction_after_quote(s: &[u8], i: usize) -> Option<usize> {
     let a = at(s, i + 1)?;
     let lower = |ch: Ch| match ch.c {
         0x41..=0x5A => ch.c + 0x20,
