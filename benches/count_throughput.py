@@ -36,7 +36,7 @@ helpers.use_tiktoken_cache()  # tiktoken reads the rank files in the repository,
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
 KINDS = ["prose", "code", "json", "cjk", "chat"]
-SAMPLES = 7
+SAMPLES = 5
 
 
 def chat_corpus(limit: int = 1_000_000) -> str:
