@@ -7,20 +7,8 @@
 //! 4. ` ?[^\s\p{L}\p{N}]+[\r\n]*`
 //! 5. `\s*[\r\n]+`, 6. `\s+(?!\S)`, 7. `\s+`  (`text::spaces`)
 
-use super::classes::{LETTER, NEWLINE, NUMBER, SPACE};
-use super::text::{at, contraction, run, spaces, Ch};
-
-/// `[^\r\n\p{L}\p{N}]`: the optional character before a word.
-#[inline(always)]
-fn lead(ch: Ch) -> bool {
-    ch.flags & (LETTER | NUMBER | NEWLINE) == 0
-}
-
-/// `[^\s\p{L}\p{N}]`: punctuation and symbols.
-#[inline(always)]
-fn symbol(ch: Ch) -> bool {
-    ch.flags & (LETTER | NUMBER | SPACE) == 0
-}
+use super::classes::{LETTER, NEWLINE, NUMBER};
+use super::text::{at, contraction, digits, lead, run, spaces, symbol, Ch};
 
 /// The end of the piece that starts at `i` (< `s.len()`).
 #[inline]
@@ -45,14 +33,7 @@ pub fn piece_end(s: &[u8], i: usize) -> usize {
         return letters(i + c0.len);
     }
     if c0.flags & NUMBER != 0 {
-        let mut end = i + c0.len;
-        for _ in 0..2 {
-            match at(s, end) {
-                Some(ch) if ch.flags & NUMBER != 0 => end += ch.len,
-                _ => break,
-            }
-        }
-        return end;
+        return digits(s, i, c0);
     }
     let symbols_from = if symbol(c0) {
         Some(i)

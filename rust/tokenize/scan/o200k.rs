@@ -11,18 +11,8 @@
 //! Marks (`\p{M}`) are in U and W and also in the optional lead class, which is why the lead is
 //! tried with and without, as the regex backtracks.
 
-use super::classes::{LETTER, LOWER, NEWLINE, NUMBER, SPACE, UPPER};
-use super::text::{at, contraction, run, spaces, Ch};
-
-#[inline(always)]
-fn lead(ch: Ch) -> bool {
-    ch.flags & (LETTER | NUMBER | NEWLINE) == 0
-}
-
-#[inline(always)]
-fn symbol(ch: Ch) -> bool {
-    ch.flags & (LETTER | NUMBER | SPACE) == 0
-}
+use super::classes::{LETTER, LOWER, NEWLINE, NUMBER, UPPER};
+use super::text::{at, contraction, digits, lead, run, spaces, symbol, Ch};
 
 #[inline(always)]
 fn upper(ch: Ch) -> bool {
@@ -109,14 +99,7 @@ pub fn piece_end(s: &[u8], i: usize) -> usize {
         }
     }
     if c0.flags & NUMBER != 0 {
-        let mut end = i + c0.len;
-        for _ in 0..2 {
-            match at(s, end) {
-                Some(ch) if ch.flags & NUMBER != 0 => end += ch.len,
-                _ => break,
-            }
-        }
-        return end;
+        return digits(s, i, c0);
     }
     let c1 = at(s, i + c0.len);
     let symbols_from = if symbol(c0) {

@@ -1,6 +1,6 @@
 //! Reading a `str` one character at a time, as flags and byte lengths: the scanners' cursor.
 
-use super::classes::{self, ASCII};
+use super::classes::{self, ASCII, LETTER, NEWLINE, NUMBER, SPACE};
 
 /// A character at a byte offset: its flags, its code point and its length in bytes.
 #[derive(Clone, Copy)]
@@ -98,4 +98,29 @@ pub fn spaces(s: &[u8], i: usize) -> usize {
         return end;
     }
     last_start
+}
+
+/// `[^\r\n\p{L}\p{N}]`: the optional character before a word, in both patterns.
+#[inline(always)]
+pub fn lead(ch: Ch) -> bool {
+    ch.flags & (LETTER | NUMBER | NEWLINE) == 0
+}
+
+/// `[^\s\p{L}\p{N}]`: punctuation and symbols, in both patterns.
+#[inline(always)]
+pub fn symbol(ch: Ch) -> bool {
+    ch.flags & (LETTER | NUMBER | SPACE) == 0
+}
+
+/// `\p{N}{1,3}` from `i`, whose character `c0` is a number: the end of the match.
+#[inline(always)]
+pub fn digits(s: &[u8], i: usize, c0: Ch) -> usize {
+    let mut end = i + c0.len;
+    for _ in 0..2 {
+        match at(s, end) {
+            Some(ch) if ch.flags & NUMBER != 0 => end += ch.len,
+            _ => break,
+        }
+    }
+    end
 }
