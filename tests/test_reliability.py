@@ -192,7 +192,7 @@ def _saved(w: ContextWindow | None = None) -> dict[str, object]:
     w = w or ContextWindow(600)
     if len(w) == 0:
         w.admit(S("hello there", L.RETRIEVED, key="c1"))
-    return json.loads(w.to_bytes())
+    return json.loads(w.to_json())
 
 
 def _load(doc: dict[str, object]) -> ContextWindow:
@@ -226,7 +226,7 @@ def test_inconsistent_saved_states_are_refused(corrupt: object) -> None:
 def test_two_current_turns_are_refused() -> None:
     w = ContextWindow(600)
     w.admit(S("q1", L.CURRENT_TURN, key="q1"))
-    doc = json.loads(w.to_bytes())
+    doc = json.loads(w.to_json())
     core = doc["core"]
     twin = json.loads(json.dumps(core["entries"][0]))
     twin["id"] = core["next_id"]
@@ -262,13 +262,13 @@ def test_single_bit_flips_never_load_as_a_different_window() -> None:
 def test_saved_state_carries_a_digest_and_old_states_still_load() -> None:
     w = ContextWindow(600)
     w.admit(S("hello there", L.RETRIEVED, key="c1", meta={"m": 1}))
-    doc = json.loads(w.to_bytes())
+    doc = json.loads(w.to_json())
     assert doc["format"] == "ctxfast.ContextWindow/2" and len(doc["digest"]) == 32
     doc["core"]["entries"][0]["seg"]["text"] = "hello there!"
     with raises_ctx(ValueError, "integrity"):
         ContextWindow.from_bytes(json.dumps(doc).encode())
     # A state saved by the first release (format /1, no digest) is validated and loads.
-    old = json.loads(w.to_bytes())
+    old = json.loads(w.to_json())
     old["format"] = "ctxfast.ContextWindow/1"
     del old["digest"]
     back = ContextWindow.from_bytes(json.dumps(old).encode())

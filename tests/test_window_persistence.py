@@ -160,7 +160,7 @@ def test_to_bytes_round_trips_the_whole_state(window_kwargs):
     back = ContextWindow.from_bytes(data)
     assert state(back) == state(w)
     assert back.policy == w.policy
-    assert json.loads(back.to_bytes()) == json.loads(data)
+    assert back.to_bytes() == data
 
 
 def test_pickle_round_trips_the_whole_state(window_kwargs):
@@ -289,7 +289,7 @@ def test_last_fit_is_not_part_of_the_parked_state():
 
 
 def _doc() -> dict:
-    return json.loads(build(turns=3).to_bytes())
+    return json.loads(build(turns=3).to_json())
 
 
 GARBAGE = {
@@ -340,7 +340,7 @@ def test_from_bytes_on_garbage_raises_a_ctxfast_error(name):
         ContextWindow.from_bytes(_garbage(name))
 
 
-@pytest.mark.parametrize("value", ["a string", None, 42, 3.5, ["list"]])
+@pytest.mark.parametrize("value", [None, 42, 3.5, ["list"]])
 def test_from_bytes_wants_bytes(value):
     with pytest.raises(ctxfast.CtxfastError) as info:
         ContextWindow.from_bytes(value)  # type: ignore[arg-type]

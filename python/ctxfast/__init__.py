@@ -63,6 +63,8 @@ from ctxfast._errors import (
     TemplateError,
     TokenizerLoadError,
     UnsupportedOperationError,
+    StoreConflictError,
+    StoreError,
 )
 
 # Pure Python (no submodule, no optional dependency): learning the provider's reported counts.
@@ -122,6 +124,8 @@ __all__ = [
     "TokenizerFileNotFoundError",
     "TokenizerLoadError",
     "UnsupportedOperationError",
+    "StoreConflictError",
+    "StoreError",
     "__version__",
     "approximate_tokens",
     "build_profile",
@@ -130,7 +134,7 @@ __all__ = [
 
 #: Submodules that ``ctxfast.<name>`` imports on first access (PEP 562). Names whose module
 #: does not exist (yet) raise ``AttributeError``, as any missing attribute does.
-_LAZY_SUBMODULES = ("anthropic", "chat", "cli", "gemini", "langchain", "openai")
+_LAZY_SUBMODULES = ("anthropic", "chat", "cli", "gemini", "langchain", "openai", "stores")
 
 if _typing.TYPE_CHECKING:
     # For type checkers, which do not run ``__getattr__``: every existing lazy submodule.
@@ -140,6 +144,7 @@ if _typing.TYPE_CHECKING:
     from ctxfast import gemini as gemini
     from ctxfast import langchain as langchain
     from ctxfast import openai as openai
+    from ctxfast import stores as stores
 
 
 def _load_submodule(name: str) -> _ModuleType:

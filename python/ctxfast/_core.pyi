@@ -1711,29 +1711,56 @@ class ContextWindow:
     def policy(self) -> Policy:
         """The window's policy (a new, equal Policy object each call)."""
     def to_bytes(self) -> bytes:
-        """The whole state as versioned JSON bytes, to park a session in any store.
+        """The whole state as a versioned binary snapshot, to park a session in any store.
 
         It holds the segments, ledger, counters and policy, and the tokenizer's recipe when
-        it is an embedded encoding or the estimate.
+        it is an embedded encoding or the estimate. It ends with an xxh3-128 digest: bytes
+        changed or cut in a store are refused on load. ``to_json()`` is the readable form.
 
         Raises:
             InvalidArgumentError: A held segment's ``meta`` is not JSON-serialisable; pickle
                 the window instead (pickle takes any picklable ``meta``).
         """
-    @staticmethod
-    def from_bytes(
-        data: bytes, tokenizer: Tokenizer | Callable[[str], int] | None = None
-    ) -> ContextWindow:
-        """Restores ``to_bytes()`` output, ledger and all.
+    def to_json(self) -> str:
+        """The whole state as JSON text, for people to read; ``from_bytes`` reads it too."""
+    @property
+    def revision(self) -> int:
+        """A number that grows with every change; pass it to ``delta_since`` later."""
+    def delta_since(self, revision: int) -> bytes:
+        """What changed since ``revision``, for ``apply_delta`` or ``from_bytes(deltas=...)``.
 
-        Args:
-            data: The saved bytes.
-            tokenizer: Overrides the saved tokenizer. It is required when the window counted
-                with a tokenizer.json or a callable, whose recipe is not saved.
+        A store keeps a snapshot and appends one delta per turn. The delta names the revision
+        it follows and the digest of the state it leads to, so it applies in order, once.
 
         Raises:
-            InvalidArgumentError: ``data`` is not a saved ContextWindow, or a tokenizer is
-                needed and was not given.
+            InvalidArgumentError: ``revision`` is ahead of the window, or older than the
+                revision the window was made or restored at.
+        """
+    def apply_delta(self, delta: bytes) -> None:
+        """Applies a ``delta_since`` result in place: all of it, or (refused) none of it.
+
+        Raises:
+            InvalidArgumentError: The delta is damaged, does not follow this window's
+                revision, or does not lead to the state it was written from.
+        """
+    @staticmethod
+    def from_bytes(
+        data: bytes | bytearray | memoryview | str,
+        tokenizer: Tokenizer | Callable[[str], int] | None = None,
+        *,
+        deltas: Iterable[bytes] | None = None,
+    ) -> ContextWindow:
+        """Restores ``to_bytes()`` (or ``to_json()``) output, ledger and all, then ``deltas``.
+
+        Args:
+            data: The saved snapshot (binary, or the JSON form as bytes or text).
+            tokenizer: Overrides the saved tokenizer. It is required when the window counted
+                with a tokenizer.json or a callable, whose recipe is not saved.
+            deltas: ``delta_since`` results to apply in order after the snapshot.
+
+        Raises:
+            InvalidArgumentError: ``data`` is not a saved ContextWindow, a delta does not
+                apply, or a tokenizer is needed and was not given.
             ArgumentTypeError: ``data`` is not bytes, or ``tokenizer`` has the wrong type.
         """
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:

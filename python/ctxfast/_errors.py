@@ -74,6 +74,18 @@ class CounterError(CtxfastError, RuntimeError):
     """A user-supplied counting callable raised or returned something that is not a count."""
 
 
+class StoreError(CtxfastError, RuntimeError):
+    """A window store could not load or save (its backend failed, or a stored record is damaged)."""
+
+
+class StoreConflictError(StoreError):
+    """Another writer saved this conversation after it was loaded: load it again, redo the turn.
+
+    ``WindowStore.update`` does exactly that; two replicas serving one conversation never lose a
+    turn, one of them redoes it.
+    """
+
+
 class CtxfastFileNotFoundError(_MissingFile):
     """A file ctxfast was asked to read (a policy, a payload) does not exist."""
 

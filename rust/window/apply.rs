@@ -39,6 +39,8 @@ impl Window {
             }
             _ => engine::fit(&segs, &counts, &budget, &self.policy, counter, None, 0)?,
         };
+        // Nothing has changed yet: a refused fit leaves even the revision as it was.
+        self.touch();
         let mut changes = Changes::default();
         self.apply(&ids, &outcome, &mut changes)?;
         // Rewrites deferred in this cycle land now, after the fit counted the originals.
@@ -152,7 +154,9 @@ impl Window {
             e.tokens = t.after;
             e.version = e.version.saturating_add(1);
             let key = e.seg.key.clone();
+            let id = e.id;
             changes.upserted.push(e.clone());
+            self.stamp_entry(id);
             self.totals.truncated_away = self.totals.truncated_away.saturating_add(before.saturating_sub(t.after) as u64);
             self.counters.truncations = self.counters.truncations.saturating_add(1);
             if let Some(k) = key {
@@ -187,6 +191,7 @@ impl Window {
     fn record_eviction(&mut self, e: Entry, cause: Cause, changes: &mut Changes) {
         let id = e.id;
         self.pending.retain(|p| p.id != id);
+        self.unstamp_entry(id);
         let status = if e.seg.recoverable { Status::EvictedRecoverable } else { Status::EvictedDispensable };
         if e.seg.recoverable {
             self.totals.evicted_recoverable = self.totals.evicted_recoverable.saturating_add(e.tokens as u64);
@@ -234,6 +239,7 @@ impl Window {
         // A deferred rewrite of this entry is moot now that something else replaced it.
         let id = e.id;
         self.pending.retain(|p| p.id != id);
+        self.unstamp_entry(id);
         self.totals.rewritten_away = self.totals.rewritten_away.saturating_add(e.tokens as u64);
         if let Some(k) = &e.seg.key {
             self.held_keys.remove(k);

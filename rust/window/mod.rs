@@ -8,8 +8,11 @@
 //! rewrite, digest); `ledger` the counters, totals and `why` answers.
 
 mod apply;
+pub mod delta;
 mod edit;
+mod journal;
 pub mod ledger;
+pub mod persist;
 mod validate;
 
 use std::collections::HashMap;
@@ -20,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{policy_format, Budget, FitOutcome, Layer, Policy, SegmentData};
 use crate::error::{CtxError, CtxResult};
 use crate::limits::{add_total, check_count, checked_total};
+use journal::Journal;
 use ledger::{Cause, Counters, Status, Totals, Why};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,25 +112,45 @@ pub struct Window {
     /// The provider's prompt cache, for `Fit.cache` and the trace's cache line.
     #[serde(default)]
     cache: Option<crate::engine::cache::CacheProfile>,
+    /// Bumped by every operation that may change the state (see `journal`); 0 in states saved
+    /// before it existed.
+    #[serde(default)]
+    revision: u64,
+    #[serde(skip)]
+    journal: Journal,
 }
 
 /// Maps are written in key order, so the same window always saves to the same bytes (and the
 /// same integrity digest), whatever order its hash maps hold their keys in.
 fn sorted<S: serde::Serializer, V: Serialize>(map: &HashMap<String, V>, s: S) -> Result<S::Ok, S::Error> {
-    let ordered: std::collections::BTreeMap<&String, &V> = map.iter().collect();
-    ordered.serialize(s)
+    // A sorted list of references, not a BTreeMap: no node allocations on the parking path.
+    let mut ordered: Vec<(&String, &V)> = map.iter().collect();
+    ordered.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    s.collect_map(ordered)
 }
 
 mod policy_serde {
     use super::*;
     use serde::{Deserializer, Serializer};
 
+    /// Readable formats (JSON) get the policy's document; the binary one gets it as JSON text,
+    /// since a format without type markers cannot carry a free-form document.
     pub fn serialize<S: Serializer>(p: &Policy, s: S) -> Result<S::Ok, S::Error> {
-        policy_format::to_value(None, p).serialize(s)
+        let doc = policy_format::to_value(None, p);
+        if s.is_human_readable() {
+            doc.serialize(s)
+        } else {
+            s.serialize_str(&doc.to_string())
+        }
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Policy, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
+        let v = if d.is_human_readable() {
+            serde_json::Value::deserialize(d)?
+        } else {
+            let text = String::deserialize(d)?;
+            serde_json::from_str(&text).map_err(serde::de::Error::custom)?
+        };
         policy_format::from_value(&v).map(|(_, p)| p).map_err(serde::de::Error::custom)
     }
 }
@@ -175,6 +199,8 @@ impl Window {
             stable_prefix_tokens: 0,
             why_horizon: None,
             cache: None,
+            revision: 0,
+            journal: Journal::default(),
         })
     }
 
@@ -191,6 +217,7 @@ impl Window {
         self.policy_name.as_deref()
     }
     pub fn set_cache(&mut self, profile: Option<crate::engine::cache::CacheProfile>) {
+        self.touch();
         self.cache = profile;
     }
 
@@ -244,6 +271,7 @@ impl Window {
 
     /// Bounds the `why` history: answers for keys absent longer than `cycles` fits are dropped.
     pub fn set_why_horizon(&mut self, cycles: Option<u64>) {
+        self.touch();
         self.why_horizon = cycles;
         self.forget_old_whys();
     }
@@ -253,7 +281,17 @@ impl Window {
     pub(super) fn forget_old_whys(&mut self) {
         let Some(h) = self.why_horizon else { return };
         let now = self.cycle;
-        self.why.retain(|_, w| matches!(w.status, Status::Held | Status::Truncated) || now.saturating_sub(w.cycle) <= h);
+        let mut gone = Vec::new();
+        self.why.retain(|k, w| {
+            let keep = matches!(w.status, Status::Held | Status::Truncated) || now.saturating_sub(w.cycle) <= h;
+            if !keep {
+                gone.push(k.clone());
+            }
+            keep
+        });
+        for k in gone {
+            self.stamp_forgotten(k);
+        }
     }
 
     pub fn whys(&self) -> impl Iterator<Item = &Why> {
@@ -263,6 +301,7 @@ impl Window {
     pub(super) fn new_entry(&mut self, seg: Arc<SegmentData>, tokens: usize, provenance: Option<(Option<String>, String)>) -> Entry {
         let id = self.next_id;
         self.next_id = self.next_id.saturating_add(1);
+        self.stamp_entry(id);
         Entry { id, seg, tokens, version: 0, admitted_cycle: self.cycle, provenance }
     }
 
@@ -283,6 +322,9 @@ impl Window {
     pub(super) fn set_why(&mut self, key: &str, status: Status, cause: Option<Cause>, before: usize, after: usize, provenance: Option<String>) {
         let cycle = self.cycle;
         let rung = cause.map(|c| self.cause_label(c));
+        if self.why.contains_key(key) {
+            self.stamp_why(key);
+        }
         if let Some(w) = self.why.get_mut(key) {
             w.status = status;
             w.cycle = cycle;
@@ -330,6 +372,7 @@ impl Window {
     /// `admit` for segments whose counts `can_admit` already accepted, all together: a turn of n
     /// segments then sums what is held once, not n times.
     pub fn admit_checked(&mut self, seg: Arc<SegmentData>, tokens: usize) -> Admit {
+        self.touch();
         if let Some(k) = &seg.key {
             if self.held_keys.contains_key(k) {
                 self.counters.refused_duplicates = self.counters.refused_duplicates.saturating_add(1);
@@ -345,12 +388,17 @@ impl Window {
                 data.layer = Layer::Conversation;
                 // Same text, same place: the provider's cached prefix is unaffected.
                 e.seg = Arc::new(data);
-                if let Some(k) = &e.seg.key {
-                    if let Some(w) = self.why.get_mut(k) {
+                let key = e.seg.key.clone();
+                demoted = Some(e.clone());
+                if let Some(k) = key {
+                    if let Some(w) = self.why.get_mut(&k) {
                         w.layer = Layer::Conversation;
+                        self.stamp_why(&k);
                     }
                 }
-                demoted = Some(e.clone());
+                if let Some(d) = &demoted {
+                    self.stamp_entry(d.id);
+                }
             }
         }
         if !seg.recoverable {
@@ -374,6 +422,7 @@ impl Window {
                 admissions,
             };
             self.why.insert(k.clone(), why);
+            self.stamp_why(k);
         }
         self.counters.admitted = self.counters.admitted.saturating_add(1);
         self.totals.admitted = self.totals.admitted.saturating_add(tokens as u64);
@@ -387,11 +436,14 @@ impl Window {
 
     /// A saved state, refused unless it is one a window could have reached (see `validate`).
     pub fn from_json(bytes: &[u8]) -> CtxResult<Self> {
-        let w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
+        let mut w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
         w.validate()?;
+        w.journal = Journal::starting_at(w.revision);
         Ok(w)
     }
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_persist;

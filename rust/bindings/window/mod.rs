@@ -6,32 +6,32 @@
 //! never interleaved, never deadlocked.
 //!
 //! Files: this one is the class's methods; `state` holds what is behind the lock; `ledger` has the
-//! `Why` and `WindowLedger` views; `persist` turns the state into bytes and back.
+//! `Why` and `WindowLedger` views; `persist` turns the state into bytes
+//! and back (`persist_json` its JSON form); `build` reads the constructor's arguments.
 
+mod build;
 mod ledger;
 mod persist;
+mod persist_json;
 mod state;
-
-use std::collections::HashMap;
-
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use super::args;
-use super::cache_plan::{CacheArgs, CacheProfile as CachePy, CacheReport};
+use super::cache_plan::{CacheProfile as CachePy, CacheReport};
 use super::counting::{resolve_tokenizer, with_source};
 use super::errors::UnknownKeyError;
 use super::layer::layer_arg;
 use super::outcome::Fit;
 use super::outcome_build::{build_fit, Originals};
-use super::policy::{policy_arg, Policy};
+use super::policy::Policy;
 use super::segment::{segments_arg, settle_counts, Segment};
 use super::tokenizer::Tokenizer;
 use crate::window::{Changes, Rewrite, Window};
 pub use ledger::{WindowLedger, Why};
 pub use state::ContextWindow;
-use state::{lock, Guarded, State};
+use state::lock;
 
 #[pymethods]
 impl ContextWindow {
@@ -48,28 +48,7 @@ impl ContextWindow {
         why_horizon: Option<&Bound<'_, PyAny>>,
         cache: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let limit = args::count_arg(limit_tokens, "limit_tokens")?;
-        let reserve = args::opt_count(reserve, "reserve")?.unwrap_or(0);
-        let profile = match cache {
-            Some(c) if !c.is_none() => Some(CacheArgs::read(None, Some(c), "none")?.profile),
-            _ => None,
-        };
-        // A cache profile brings its hysteresis unless the caller set one.
-        let wm = match low_watermark {
-            Some(w) if !w.is_none() => Some(args::positive_float(w, "low_watermark")?),
-            _ => profile.as_ref().filter(|p| p.caches()).map(|p| p.low_watermark),
-        };
-        let tok = resolve_tokenizer(py, tokenizer)?;
-        let policy = policy_arg(py, policy, "context_window")?;
-        let p = policy.get();
-        let mut core = Window::new(limit, reserve, p.inner.clone(), p.name.clone(), wm)?;
-        core.set_cache(profile);
-        let horizon = args::opt_count(why_horizon, "why_horizon")?;
-        core.set_why_horizon(horizon.map(|h| u64::try_from(h).unwrap_or(u64::MAX)));
-        Ok(Self {
-            tokenizer: tok.unbind(),
-            state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }),
-        })
+        build::new_window(py, limit_tokens, tokenizer, policy, reserve, low_watermark, why_horizon, cache)
     }
 
     /// Holds `segment` unless its key is already held, in any layer.
@@ -339,21 +318,43 @@ impl ContextWindow {
         Py::new(py, Policy { name: st.core.policy_name().map(str::to_string), inner: st.core.policy().clone() })
     }
 
-    /// The whole state as versioned JSON bytes, to park a session in any store.
+    /// The whole state as a versioned binary snapshot (integrity-checked), to park a session.
     ///
     /// Every held `meta` must be JSON-serialisable here; pickle takes any picklable `meta`.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         persist::to_bytes(py, self)
     }
 
-    /// Restores `to_bytes()` output, ledger and all.
+    /// The whole state as JSON text, for people to read (from_bytes reads it too).
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        persist_json::to_json(py, self)
+    }
+
+    /// A number that grows with every change: pass it to delta_since() later.
+    #[getter]
+    fn revision(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(lock(py, &self.state)?.core.revision())
+    }
+
+    /// What changed since `revision` (one this window had since it was made or restored), as
+    /// bytes for apply_delta() or from_bytes(deltas=...).
+    fn delta_since<'py>(&self, revision: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        persist::delta_since(revision.py(), self, revision)
+    }
+
+    /// Applies a delta_since() result in place: it must follow this window's revision.
+    fn apply_delta(&self, delta: &Bound<'_, PyAny>) -> PyResult<()> {
+        persist::apply_delta(delta.py(), self, delta)
+    }
+
+    /// Restores to_bytes() (or to_json()) output, then applies `deltas` in order.
     ///
     /// Windows that counted with an embedded encoding or the estimate bring their tokenizer
     /// along; others need `tokenizer=` again.
     #[staticmethod]
-    #[pyo3(signature = (data, tokenizer=None))]
-    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, tokenizer: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        persist::from_bytes(py, data, tokenizer)
+    #[pyo3(signature = (data, tokenizer=None, *, deltas=None))]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, tokenizer: Option<&Bound<'_, PyAny>>, deltas: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        persist::from_bytes(py, data, tokenizer, deltas)
     }
 
     /// Pickles the whole state with the tokenizer (a callable must be picklable).
@@ -371,7 +372,7 @@ impl ContextWindow {
     fn _restore(core: &Bound<'_, PyBytes>, metas: &Bound<'_, PyDict>, tokenizer: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = core.py();
         let tok = resolve_tokenizer(py, Some(tokenizer))?;
-        persist::restore(py, core.as_bytes(), metas, tok)
+        persist::from_parts(py, core.as_bytes(), metas, tok)
     }
 
     /// For the test suite: whether every held entry has its segment object (the fit relies on it).

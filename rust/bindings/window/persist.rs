@@ -1,127 +1,138 @@
-//! A window's state as bytes (`to_bytes` / `from_bytes`) and as a pickle (`__reduce__`).
+//! Parking a window: `to_bytes` (a binary snapshot), `delta_since` / `apply_delta` (what a turn
+//! changed), `from_bytes` (a snapshot, binary or JSON, plus deltas) and pickling.
 //!
-//! The envelope is JSON written by serde in the core's own terms: `{"format", "core", "metas",
-//! "tokenizer", "digest"}`. Only `metas` (the caller's `meta` objects) goes through Python's
-//! `json`, once each way; the tokenizer travels as a recipe when it can be rebuilt from one.
-//!
-//! `digest` is an xxh3-128 of the rest, so a state corrupted in a store (a flipped bit, a cut
-//! write) is refused instead of loading as a different window; the core then validates the state
-//! itself. States from the first release (format `/1`, no digest) are validated and accepted.
+//! The core writes and checks the frames (`crate::window::persist`); this side adds what only
+//! Python knows: the held segments' `meta` objects (JSON text, and only when some segment has
+//! one, so a window without metas never enters Python's `json`) and how to rebuild the tokenizer.
+//! A restored segment shares its entry's data: each text is held once.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use xxhash_rust::xxh3::Xxh3;
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 use super::super::args;
 use super::super::counting::resolve_tokenizer;
 use super::super::errors::InvalidArgumentError;
 use super::super::tokenizer::Tokenizer;
+use super::persist_json;
 use super::state::{lock, ContextWindow, Guarded, State};
-use crate::window::Window;
+use crate::window::persist::{is_binary, Extras};
+use crate::window::{Entry, Window};
 
-const FORMAT: &str = "ctxfast.ContextWindow/2";
-/// The first release's format: no digest.
-const FORMAT_V1: &str = "ctxfast.ContextWindow/1";
-
-#[derive(Serialize, Deserialize)]
-struct Envelope {
-    format: String,
-    core: Value,
-    /// JSON text of `{entry id: meta}`.
-    metas: String,
-    /// `["encoding", name]` or `["approximate", chars_per_token]`; absent for tokenizers that
-    /// cannot be rebuilt from a recipe (tokenizer.json, callables).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    tokenizer: Option<(String, Value)>,
-    /// Hex xxh3-128 of core, metas and tokenizer (format /2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    digest: Option<String>,
-}
-
-impl Envelope {
-    /// The integrity digest over everything but itself, from the canonical JSON of each part.
-    fn compute_digest(&self) -> PyResult<String> {
-        let mut h = Xxh3::new();
-        for part in [serde_json::to_vec(&self.core), serde_json::to_vec(&self.metas), serde_json::to_vec(&self.tokenizer)] {
-            h.update(&part.map_err(|e| InvalidArgumentError::new_err(e.to_string()))?);
-            h.update(b"\0");
-        }
-        Ok(format!("{:032x}", h.digest128()))
-    }
-}
-
-fn not_saved(what: &str) -> PyErr {
+pub(super) fn not_saved(what: &str) -> PyErr {
     InvalidArgumentError::new_err(format!("argument 'data' is not a saved ContextWindow: {what}"))
 }
 
-/// The core state as JSON bytes and the held segments' `meta` objects by entry id.
-pub(super) fn state_parts<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyDict>)> {
-    let st = lock(py, &w.state)?;
-    let core_json = st.core.to_json()?;
+/// A core window read from bytes, with what travels beside it.
+pub(super) struct Loaded {
+    pub(super) core: Window,
+    pub(super) extras: Extras,
+}
+
+/// JSON text of `{entry id: meta}` for these entries, or None when none has a meta.
+pub(super) fn metas_json<'a>(py: Python<'_>, st: &State, entries: impl Iterator<Item = &'a Entry>) -> PyResult<Option<String>> {
     let metas = PyDict::new(py);
-    for e in st.core.entries() {
+    for e in entries {
         if let Some(m) = st.objects.get(&e.id).and_then(|o| o.bind(py).get().meta_ref(py)) {
             metas.set_item(e.id, m)?;
         }
     }
-    Ok((PyBytes::new(py, &core_json), metas))
-}
-
-/// A window from its core state, with a segment object per held entry.
-pub(super) fn restore(py: Python<'_>, core_json: &[u8], metas: &Bound<'_, PyDict>, tokenizer: Bound<'_, Tokenizer>) -> PyResult<ContextWindow> {
-    let core = Window::from_json(core_json)?;
-    let me = ContextWindow { tokenizer: tokenizer.unbind(), state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }) };
-    let mut objects = HashMap::new();
-    {
-        let st = lock(py, &me.state)?;
-        for e in st.core.entries() {
-            let meta = metas.get_item(e.id)?.map(|m| m.unbind());
-            objects.insert(e.id, me.object_for(py, e, meta)?);
-        }
+    if metas.is_empty() {
+        return Ok(None);
     }
-    lock(py, &me.state)?.objects = objects;
-    Ok(me)
-}
-
-pub(super) fn to_bytes<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<Bound<'py, PyBytes>> {
-    let (core, metas) = state_parts(py, w)?;
-    let core: Value = serde_json::from_slice(core.as_bytes()).map_err(|e| InvalidArgumentError::new_err(e.to_string()))?;
-    let metas: String = py.import("json")?.call_method1("dumps", (metas,)).and_then(|s| s.extract()).map_err(|e| {
+    let text = py.import("json")?.call_method1("dumps", (metas,)).and_then(|s| s.extract()).map_err(|e| {
         let err = InvalidArgumentError::new_err("a held segment's meta is not JSON-serialisable; use pickle to persist this window");
         err.set_cause(py, Some(e));
         err
     })?;
-    let tokenizer = w.tokenizer.bind(py).get().portable_recipe().map(|(kind, payload)| (kind.to_string(), payload));
-    let mut doc = Envelope { format: FORMAT.into(), core, metas, tokenizer, digest: None };
-    doc.digest = Some(doc.compute_digest()?);
-    let bytes = serde_json::to_vec(&doc).map_err(|e| InvalidArgumentError::new_err(e.to_string()))?;
-    Ok(PyBytes::new(py, &bytes))
+    Ok(Some(text))
 }
 
-pub(super) fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, tokenizer: Option<&Bound<'_, PyAny>>) -> PyResult<ContextWindow> {
-    let bytes = data.cast::<PyBytes>().map_err(|_| args::wrong_type(data, "data", "bytes"))?.as_bytes();
-    let doc: Envelope = serde_json::from_slice(bytes).map_err(|e| not_saved(&e.to_string()))?;
-    match doc.format.as_str() {
-        FORMAT => {
-            if doc.digest.as_deref() != Some(doc.compute_digest()?.as_str()) {
-                return Err(not_saved("its integrity check failed (the bytes were changed or cut after it was saved)"));
-            }
-        }
-        FORMAT_V1 => {}
-        _ => return Err(not_saved("unknown format")),
-    }
-    let core_json = serde_json::to_vec(&doc.core).map_err(|e| not_saved(&e.to_string()))?;
-    let metas_raw = py.import("json")?.call_method1("loads", (doc.metas,)).map_err(|_| not_saved("'metas' is not JSON text"))?;
-    let metas = PyDict::new(py);
-    for (k, v) in metas_raw.cast_into::<PyDict>().map_err(|_| not_saved("'metas' is not an object"))?.iter() {
+/// `{entry id: meta}` read back from JSON text, into `into` (later texts override earlier ones).
+fn read_metas(py: Python<'_>, text: Option<&str>, into: &mut HashMap<u64, Py<PyAny>>) -> PyResult<()> {
+    let Some(text) = text else { return Ok(()) };
+    let raw = py.import("json")?.call_method1("loads", (text,)).map_err(|_| not_saved("'metas' is not JSON text"))?;
+    for (k, v) in raw.cast_into::<PyDict>().map_err(|_| not_saved("'metas' is not an object"))?.iter() {
         let id = k.extract::<String>().ok().and_then(|k| k.parse::<u64>().ok()).ok_or_else(|| not_saved("a meta id is not a number"))?;
-        metas.set_item(id, v)?;
+        into.insert(id, v.unbind());
     }
-    let tok = match (tokenizer.filter(|t| !t.is_none()), doc.tokenizer) {
+    Ok(())
+}
+
+fn recipe(py: Python<'_>, w: &ContextWindow) -> Option<(String, serde_json::Value)> {
+    w.tokenizer.bind(py).get().portable_recipe().map(|(kind, payload)| (kind.to_string(), payload))
+}
+
+pub(super) fn to_bytes<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<Bound<'py, PyBytes>> {
+    let st = lock(py, &w.state)?;
+    let extras = Extras { metas: metas_json(py, &st, st.core.entries().iter())?, tokenizer: recipe(py, w) };
+    Ok(PyBytes::new(py, &st.core.to_snapshot(&extras)?))
+}
+
+pub(super) fn delta_since<'py>(py: Python<'py>, w: &ContextWindow, revision: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let mark = u64::try_from(args::count_arg(revision, "revision")?).unwrap_or(u64::MAX);
+    let st = lock(py, &w.state)?;
+    let metas = metas_json(py, &st, st.core.entries_changed_since(mark)?.into_iter())?;
+    Ok(PyBytes::new(py, &st.core.delta_since(mark, metas.as_deref())?))
+}
+
+/// The bytes of a `bytes`-like argument (bytes, bytearray, memoryview), or a str's UTF-8;
+/// `bytes` and `str` are borrowed, not copied.
+fn bytes_of<'a>(data: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Cow<'a, [u8]>> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(Cow::Borrowed(b.as_bytes()));
+    }
+    if let Ok(s) = data.cast::<PyString>() {
+        return Ok(Cow::Owned(s.to_str()?.as_bytes().to_vec()));
+    }
+    if data.is_instance_of::<pyo3::types::PyByteArray>() || data.is_instance_of::<pyo3::types::PyMemoryView>() {
+        return Ok(Cow::Owned(data.py().import("builtins")?.getattr("bytes")?.call1((data,))?.extract()?));
+    }
+    Err(args::wrong_type(data, name, "bytes"))
+}
+
+/// Applies deltas in order to a loaded window, gathering the metas they carry.
+fn apply_all(py: Python<'_>, core: Window, deltas: &[Cow<'_, [u8]>], metas: &mut HashMap<u64, Py<PyAny>>) -> PyResult<Window> {
+    if deltas.is_empty() {
+        return Ok(core);
+    }
+    let slices: Vec<&[u8]> = deltas.iter().map(|d| d.as_ref()).collect();
+    let (core, applied) = core.with_deltas(&slices)?;
+    for a in applied {
+        for id in &a.upserted {
+            metas.remove(id);
+        }
+        read_metas(py, a.metas.as_deref(), metas)?;
+    }
+    Ok(core)
+}
+
+pub(super) fn from_bytes(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    tokenizer: Option<&Bound<'_, PyAny>>,
+    deltas: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ContextWindow> {
+    let bytes = bytes_of(data, "data")?;
+    let Loaded { core, extras } = if is_binary(&bytes) {
+        let (core, extras) = Window::from_snapshot(&bytes)?;
+        Loaded { core, extras }
+    } else {
+        persist_json::from_json(&bytes)?
+    };
+    let mut items = Vec::new();
+    if let Some(ds) = deltas.filter(|d| !d.is_none()) {
+        for d in ds.try_iter().map_err(|_| args::wrong_type(ds, "deltas", "an iterable of bytes"))? {
+            items.push(d?);
+        }
+    }
+    let deltas_bytes = items.iter().enumerate().map(|(i, d)| bytes_of(d, &format!("deltas[{i}]"))).collect::<PyResult<Vec<_>>>()?;
+    let mut metas = HashMap::new();
+    read_metas(py, extras.metas.as_deref(), &mut metas)?;
+    let core = apply_all(py, core, &deltas_bytes, &mut metas)?;
+    let tok = match (tokenizer.filter(|t| !t.is_none()), extras.tokenizer) {
         (Some(t), _) => resolve_tokenizer(py, Some(t))?,
         (None, Some((kind, payload))) => rebuild_tokenizer(py, &kind, payload)?,
         (None, None) => {
@@ -130,14 +141,69 @@ pub(super) fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, tokenizer: Opt
             ))
         }
     };
-    restore(py, &core_json, &metas, tok)
+    restore(py, core, metas, tok)
 }
 
-fn rebuild_tokenizer<'py>(py: Python<'py>, kind: &str, payload: Value) -> PyResult<Bound<'py, Tokenizer>> {
+/// Applies a delta in place: all of it, or (refused) none of it.
+pub(super) fn apply_delta(py: Python<'_>, w: &ContextWindow, delta: &Bound<'_, PyAny>) -> PyResult<()> {
+    let bytes = bytes_of(delta, "delta")?;
+    let mut st = lock(py, &w.state)?;
+    let (next, applied) = st.core.clone().with_delta(&bytes)?;
+    let mut metas = HashMap::new();
+    read_metas(py, applied.metas.as_deref(), &mut metas)?;
+    st.core = next;
+    let held: std::collections::HashSet<u64> = st.core.entries().iter().map(|e| e.id).collect();
+    st.objects.retain(|id, _| held.contains(id));
+    st.last_fit = None;
+    for id in applied.upserted {
+        let Some(e) = st.core.entries().iter().find(|e| e.id == id).cloned() else { continue };
+        let obj = w.object_for(py, &e, metas.remove(&id))?;
+        st.objects.insert(id, obj);
+    }
+    Ok(())
+}
+
+/// A window from a loaded core, with a segment object per held entry sharing its data.
+pub(super) fn restore(py: Python<'_>, core: Window, mut metas: HashMap<u64, Py<PyAny>>, tokenizer: Bound<'_, Tokenizer>) -> PyResult<ContextWindow> {
+    let me = ContextWindow { tokenizer: tokenizer.unbind(), state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }) };
+    {
+        let mut st = lock(py, &me.state)?;
+        let mut objects = HashMap::with_capacity(st.core.entries().len());
+        for e in st.core.entries() {
+            objects.insert(e.id, me.object_for(py, e, metas.remove(&e.id))?);
+        }
+        st.objects = objects;
+    }
+    Ok(me)
+}
+
+/// Pickling: the core as a binary snapshot and the metas as Python objects (any picklable meta).
+pub(super) fn state_parts<'py>(py: Python<'py>, w: &ContextWindow) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyDict>)> {
+    let st = lock(py, &w.state)?;
+    let metas = PyDict::new(py);
+    for e in st.core.entries() {
+        if let Some(m) = st.objects.get(&e.id).and_then(|o| o.bind(py).get().meta_ref(py)) {
+            metas.set_item(e.id, m)?;
+        }
+    }
+    Ok((PyBytes::new(py, &st.core.to_snapshot(&Extras::default())?), metas))
+}
+
+/// Unpickling (also a pickle from a release whose core travelled as JSON).
+pub(super) fn from_parts(py: Python<'_>, core: &[u8], metas: &Bound<'_, PyDict>, tokenizer: Bound<'_, Tokenizer>) -> PyResult<ContextWindow> {
+    let core = if is_binary(core) { Window::from_snapshot(core)?.0 } else { Window::from_json(core)? };
+    let mut by_id = HashMap::new();
+    for (k, v) in metas.iter() {
+        by_id.insert(k.extract::<u64>().map_err(|_| not_saved("a meta id is not a number"))?, v.unbind());
+    }
+    restore(py, core, by_id, tokenizer)
+}
+
+fn rebuild_tokenizer<'py>(py: Python<'py>, kind: &str, payload: serde_json::Value) -> PyResult<Bound<'py, Tokenizer>> {
     let cls = py.get_type::<Tokenizer>();
     let made = match (kind, payload) {
-        ("encoding", Value::String(name)) => cls.call_method1("from_encoding", (name,)),
-        ("approximate", Value::Number(n)) => cls.call_method1("approximate", (n.as_f64().unwrap_or(0.0),)),
+        ("encoding", serde_json::Value::String(name)) => cls.call_method1("from_encoding", (name,)),
+        ("approximate", serde_json::Value::Number(n)) => cls.call_method1("approximate", (n.as_f64().unwrap_or(0.0),)),
         _ => return Err(not_saved("'tokenizer' is not an [\"encoding\", name] or [\"approximate\", ratio] pair")),
     };
     let made = made.map_err(|e| {

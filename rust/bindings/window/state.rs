@@ -125,7 +125,10 @@ impl ContextWindow {
                 meta = Some(d.into_any().unbind());
             }
         }
-        Py::new(py, Segment::with_count((*e.seg).clone(), meta, self.counter_id(py), e.tokens))
+        // Shared, not copied: a held text lives once, in the entry.
+        let seg = Segment::from_shared(e.seg.clone(), meta);
+        seg.remember(self.counter_id(py), e.tokens);
+        Py::new(py, seg)
     }
 
     /// Mirrors core changes on the Python objects; returns the objects that left, with why.

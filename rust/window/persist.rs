@@ -1,0 +1,166 @@
+//! A window's state in binary: a snapshot (the whole state) or a delta (what changed since a
+//! revision, see `delta`). Both are framed the same way:
+//!
+//! `CTXW` · kind (`S` snapshot, `D` delta) · format version (1) · postcard body · xxh3-128 of
+//! everything before it (16 bytes, little-endian).
+//!
+//! postcard (serde, varints, no field names or type markers), written in one pass straight into
+//! the output buffer, because parking a conversation is on the serving path: the JSON form
+//! (`to_json`) is for people to read. Free-form documents inside (the policy, the tokenizer
+//! recipe) travel as JSON text. The
+//! digest makes a state changed in a store (a flipped bit, a cut write) fail to load instead of
+//! loading as another window; the loader then validates the state itself (`validate`).
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+
+use super::journal::Journal;
+use super::Window;
+use crate::error::{CtxError, CtxResult};
+
+pub const MAGIC: &[u8; 4] = b"CTXW";
+pub const KIND_SNAPSHOT: u8 = b'S';
+pub const KIND_DELTA: u8 = b'D';
+pub const VERSION: u8 = 1;
+const HEADER: usize = 6;
+const DIGEST: usize = 16;
+
+/// What travels with the core state: the callers' `meta` objects as JSON text (`{entry id:
+/// meta}`) and how to rebuild the tokenizer (`["encoding", name]`), both the bindings' business.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Extras {
+    pub metas: Option<String>,
+    pub tokenizer: Option<(String, serde_json::Value)>,
+}
+
+/// `Extras` as the binary form carries it: the tokenizer's payload as JSON text.
+#[derive(Serialize, Deserialize)]
+struct ExtrasOut {
+    metas: Option<String>,
+    tokenizer: Option<(String, String)>,
+}
+
+impl ExtrasOut {
+    fn of(e: &Extras) -> Self {
+        Self { metas: e.metas.clone(), tokenizer: e.tokenizer.as_ref().map(|(k, v)| (k.clone(), v.to_string())) }
+    }
+
+    fn back(self) -> CtxResult<Extras> {
+        let tokenizer = match self.tokenizer {
+            Some((k, v)) => Some((k, serde_json::from_str(&v).map_err(|e| refused(format!("its tokenizer recipe: {e}")))?)),
+            None => None,
+        };
+        Ok(Extras { metas: self.metas, tokenizer })
+    }
+}
+
+pub(super) fn refused(what: impl std::fmt::Display) -> CtxError {
+    CtxError::State(format!("not a saved ContextWindow: {what}"))
+}
+
+/// Whether `bytes` begin like a binary state (anything else may be the JSON form).
+pub fn is_binary(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+/// `body` framed: header, the body serde writes, digest.
+pub(super) fn seal<T: Serialize>(kind: u8, body: &T, size_hint: usize) -> CtxResult<Vec<u8>> {
+    let mut out = Vec::with_capacity(size_hint + HEADER + DIGEST + 64);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[kind, VERSION]);
+    let out = postcard::to_extend(body, out).map_err(|e| CtxError::State(format!("cannot serialise window: {e}")))?;
+    let mut out = out;
+    let digest = xxh3_128(&out);
+    out.extend_from_slice(&digest.to_le_bytes());
+    Ok(out)
+}
+
+/// The body of a frame of `kind`, once its header and digest check out.
+pub(super) fn open(kind: u8, bytes: &[u8]) -> CtxResult<&[u8]> {
+    let what = if kind == KIND_SNAPSHOT { "snapshot" } else { "delta" };
+    if bytes.len() < HEADER + DIGEST || !bytes.starts_with(MAGIC) {
+        return Err(refused(format!("too short or not a ctxfast binary {what}")));
+    }
+    if bytes[4] != kind {
+        let other = if bytes[4] == KIND_SNAPSHOT { "a snapshot" } else if bytes[4] == KIND_DELTA { "a delta" } else { "of an unknown kind" };
+        return Err(refused(format!("expected a {what}, got bytes that are {other}")));
+    }
+    if bytes[5] != VERSION {
+        return Err(refused(format!("format version {} is not one this ctxfast reads (it reads {VERSION})", bytes[5])));
+    }
+    let (framed, digest) = bytes.split_at(bytes.len() - DIGEST);
+    let mut want = [0u8; DIGEST];
+    want.copy_from_slice(digest);
+    if xxh3_128(framed) != u128::from_le_bytes(want) {
+        return Err(refused("its integrity check failed (the bytes were changed or cut after they were saved)"));
+    }
+    Ok(&framed[HEADER..])
+}
+
+/// Reads a body; every byte must belong to it. postcard's types nest only as deep as the Rust
+/// types do (the free-form documents are JSON text, parsed with serde_json's depth limit).
+pub(super) fn decode<'de, T: Deserialize<'de>>(body: &'de [u8]) -> CtxResult<T> {
+    match postcard::take_from_bytes(body) {
+        Ok((value, [])) => Ok(value),
+        Ok(_) => Err(refused("bytes follow the state")),
+        Err(e) => Err(refused(e.to_string())),
+    }
+}
+
+/// A postcard output that hashes instead of storing: the state's digest without a copy of it.
+/// Small writes (varints, markers) gather in a buffer, since each hasher update has a set cost.
+struct Hashing {
+    hasher: Xxh3,
+    buf: Vec<u8>,
+}
+
+const HASH_BUF: usize = 8192;
+
+impl postcard::ser_flavors::Flavor for Hashing {
+    type Output = u128;
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        if self.buf.len() + data.len() > HASH_BUF {
+            self.hasher.update(&self.buf);
+            self.buf.clear();
+        }
+        if data.len() >= HASH_BUF {
+            self.hasher.update(data);
+        } else {
+            self.buf.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.try_extend(&[data])
+    }
+
+    fn finalize(mut self) -> postcard::Result<u128> {
+        self.hasher.update(&self.buf);
+        Ok(self.hasher.digest128())
+    }
+}
+
+/// The digest of the whole core state: what a delta promises the window it leads to hashes to.
+pub(super) fn state_digest(w: &Window) -> CtxResult<u128> {
+    let out = Hashing { hasher: Xxh3::new(), buf: Vec::with_capacity(HASH_BUF) };
+    postcard::serialize_with_flavor(w, out).map_err(|e| CtxError::State(format!("cannot hash window: {e}")))
+}
+
+impl Window {
+    /// The whole state as a binary snapshot.
+    pub fn to_snapshot(&self, extras: &Extras) -> CtxResult<Vec<u8>> {
+        let hint = self.entries.iter().map(|e| e.seg.text.len() + 64).sum::<usize>() + self.why.len() * 64;
+        seal(KIND_SNAPSHOT, &(self, ExtrasOut::of(extras)), hint)
+    }
+
+    /// A snapshot back, refused unless it is intact and a state a window could have reached.
+    pub fn from_snapshot(bytes: &[u8]) -> CtxResult<(Self, Extras)> {
+        let (mut w, extras): (Window, ExtrasOut) = decode(open(KIND_SNAPSHOT, bytes)?)?;
+        let extras = extras.back()?;
+        w.validate()?;
+        w.journal = Journal::starting_at(w.revision);
+        Ok((w, extras))
+    }
+}

@@ -1,0 +1,203 @@
+//! Binary snapshots and deltas: restore = snapshot + deltas gives exactly the live window, after
+//! every kind of operation; damaged, reordered or repeated inputs are refused.
+
+use super::persist::{is_binary, Extras};
+use super::*;
+use crate::engine::presets;
+use crate::engine::testing::Words;
+use crate::engine::TokenSource;
+
+fn seg(text: String, layer: Layer, key: Option<String>, group: Option<String>, recoverable: bool) -> Arc<SegmentData> {
+    let mut s = SegmentData::new(text, layer);
+    s.key = key;
+    s.group = group;
+    s.recoverable = recoverable;
+    s.score = 0.5;
+    Arc::new(s)
+}
+
+/// A small deterministic generator, so a failure names its seed.
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+/// One random operation of every kind a caller has.
+fn step(w: &mut Window, r: &mut Lcg, turn: u64) {
+    let words = |r: &mut Lcg| vec!["w"; 1 + r.next(30) as usize].join(" ");
+    match r.next(10) {
+        0..=3 => {
+            let layer = [Layer::Conversation, Layer::CurrentTurn, Layer::Retrieved, Layer::ToolResult, Layer::Pinned][r.next(5) as usize];
+            let key = (r.next(4) > 0).then(|| format!("k{}", r.next(40)));
+            let group = (layer == Layer::ToolResult || r.next(3) == 0).then(|| format!("g{}", r.next(6)));
+            let text = words(r);
+            let n = Words.count(&text).unwrap_or(0);
+            let _ = w.admit(seg(text, layer, key, group, r.next(2) == 0), n);
+        }
+        4..=5 => {
+            let _ = w.fit(&Words);
+        }
+        6 => {
+            let _ = w.discard(&format!("k{}", r.next(40)));
+        }
+        7 => {
+            let _ = w.mark_stale(&format!("k{}", r.next(40)));
+        }
+        8 => {
+            let key = format!("k{}", r.next(40));
+            let _ = w.rewrite(&key, format!("summary {turn}"), 2, Some("model"));
+        }
+        _ => {
+            if turn % 7 == 0 {
+                w.set_why_horizon(Some(r.next(4)));
+            } else if let Ok((ids, text)) = w.digest_text_for(&format!("k{}", r.next(40))) {
+                let n = Words.count(&text).unwrap_or(0);
+                let key = format!("k{}", r.next(40));
+                let _ = w.digest(&key, &ids, text, n);
+            }
+        }
+    }
+}
+
+fn same(a: &Window, b: &Window) -> bool {
+    a.to_json().ok() == b.to_json().ok() && persist::state_digest(a).ok() == persist::state_digest(b).ok()
+}
+
+#[test]
+fn snapshot_plus_deltas_is_the_live_window_after_every_kind_of_operation() {
+    for seed in 0..60u64 {
+        let mut r = Lcg(seed);
+        let policy = if seed % 2 == 0 { presets::context_window() } else { presets::agent(2) };
+        let mut w = Window::new(60 + r.next(80) as usize, 0, policy, None, (seed % 3 == 0).then_some(0.7)).unwrap();
+        for t in 0..5 {
+            step(&mut w, &mut r, t);
+        }
+        let snap = w.to_snapshot(&Extras::default()).unwrap();
+        assert!(is_binary(&snap));
+        let (mut restored, _) = Window::from_snapshot(&snap).unwrap();
+        assert!(same(&w, &restored), "seed {seed}: the snapshot restores another window");
+        let mut mark = w.revision();
+        for t in 5..80 {
+            step(&mut w, &mut r, t);
+            if r.next(3) == 0 {
+                let delta = w.delta_since(mark, None).unwrap();
+                restored = restored.with_delta(&delta).unwrap_or_else(|e| panic!("seed {seed} turn {t}: {e}")).0;
+                assert!(same(&w, &restored), "seed {seed} turn {t}: snapshot + deltas differ from the live window");
+                mark = w.revision();
+            }
+        }
+        restored = restored.with_delta(&w.delta_since(mark, None).unwrap()).unwrap().0;
+        // The restored window goes on like the live one, deltas included.
+        let before = restored.revision();
+        for t in 80..90 {
+            step(&mut restored, &mut Lcg(seed + t), t);
+            step(&mut w, &mut Lcg(seed + t), t);
+        }
+        if !same(&w, &restored) {
+            let (a, b) = (String::from_utf8(w.to_json().unwrap()).unwrap(), String::from_utf8(restored.to_json().unwrap()).unwrap());
+            let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(0);
+            panic!("seed {seed}: the restored window diverged from the live one at\n{}\n{}", &a[at.saturating_sub(200)..(at + 200).min(a.len())], &b[at.saturating_sub(200)..(at + 200).min(b.len())]);
+        }
+        assert!(restored.delta_since(before, None).is_ok());
+    }
+}
+
+#[test]
+fn a_delta_applies_once_in_order_and_to_its_own_window_only() {
+    let mut w = Window::new(100, 0, presets::context_window(), None, None).unwrap();
+    let snap = w.to_snapshot(&Extras::default()).unwrap();
+    let m0 = w.revision();
+    let _ = w.admit(seg("a b c".into(), Layer::Conversation, Some("a".into()), None, false), 3);
+    let d1 = w.delta_since(m0, None).unwrap();
+    let m1 = w.revision();
+    let _ = w.admit(seg("d e".into(), Layer::Conversation, Some("d".into()), None, false), 2);
+    let d2 = w.delta_since(m1, None).unwrap();
+    let (base, _) = Window::from_snapshot(&snap).unwrap();
+    // Out of order, twice, or a snapshot where a delta belongs: refused.
+    assert!(base.clone().with_delta(&d2).is_err());
+    let (one, _) = base.with_delta(&d1).unwrap();
+    assert!(one.clone().with_delta(&d1).is_err());
+    assert!(one.clone().with_delta(&snap).is_err());
+    let (two, _) = one.with_delta(&d2).unwrap();
+    assert!(same(&w, &two));
+    // A flipped bit anywhere is caught by the digest.
+    for i in [0, 5, 6, d2.len() / 2, d2.len() - 1] {
+        let mut bad = d2.clone();
+        bad[i] ^= 0x20;
+        assert!(Window::from_snapshot(&snap).unwrap().0.with_delta(&bad).is_err(), "byte {i}");
+    }
+    // Marks outside what the journal knows are refused, not answered wrongly.
+    assert!(w.delta_since(w.revision() + 1, None).is_err());
+    let (restored, _) = Window::from_snapshot(&w.to_snapshot(&Extras::default()).unwrap()).unwrap();
+    assert!(restored.delta_since(m1, None).is_err());
+    assert!(restored.delta_since(restored.revision(), None).is_ok());
+}
+
+#[test]
+fn a_delta_is_about_the_size_of_what_changed() {
+    let mut w = Window::new(2000, 0, presets::context_window(), None, None).unwrap();
+    for i in 0..60 {
+        let text = format!("turn {i} ") + &"word ".repeat(200);
+        let _ = w.admit(seg(text, Layer::Conversation, Some(format!("t{i}")), None, false), 202);
+        let _ = w.fit(&Words);
+    }
+    let mark = w.revision();
+    let text = "the new answer ".repeat(40);
+    let new_bytes = text.len();
+    let _ = w.admit(seg(text, Layer::Conversation, Some("new".into()), None, false), 120);
+    let _ = w.fit(&Words);
+    let delta = w.delta_since(mark, None).unwrap();
+    let snap = w.to_snapshot(&Extras::default()).unwrap();
+    assert!(delta.len() <= 2 * new_bytes, "delta {} bytes for {new_bytes} bytes of new text", delta.len());
+    assert!(snap.len() > 5 * delta.len());
+}
+
+#[test]
+fn truncated_snapshots_and_other_kinds_are_refused() {
+    let mut w = Window::new(100, 0, presets::context_window(), None, None).unwrap();
+    let _ = w.admit(seg("a b c".into(), Layer::Conversation, Some("a".into()), None, false), 3);
+    let snap = w.to_snapshot(&Extras { metas: Some("{}".into()), tokenizer: None }).unwrap();
+    for cut in [0, 3, 6, 10, snap.len() - 1] {
+        assert!(Window::from_snapshot(&snap[..cut]).is_err(), "cut at {cut}");
+    }
+    let mut other = snap.clone();
+    other[5] = 9;
+    assert!(Window::from_snapshot(&other).is_err());
+    let (back, extras) = Window::from_snapshot(&snap).unwrap();
+    assert_eq!(extras.metas.as_deref(), Some("{}"));
+    assert!(same(&w, &back));
+}
+
+/// Probe (`cargo test --profile quick --lib park_probe -- --ignored --nocapture`): the costs of
+/// parking a window shaped like the benchmark's turn 60 (114 held entries of ~1.2 KB, ~500
+/// `why` answers).
+#[test]
+#[ignore]
+fn park_probe() {
+    let mut w = Window::new(32_000, 0, presets::context_window(), None, None).unwrap();
+    for i in 0..500 {
+        let text = format!("chunk {i} ") + &"some retrieved words ".repeat(60);
+        let _ = w.admit(seg(text, Layer::Retrieved, Some(format!("doc-{i}")), None, false), 250);
+        if i % 4 == 0 {
+            let _ = w.fit(&Words);
+        }
+    }
+    let time = |label: &str, f: &mut dyn FnMut()| {
+        let start = std::time::Instant::now();
+        for _ in 0..200 {
+            f();
+        }
+        println!("{label}: {:?}", start.elapsed() / 200);
+    };
+    let snap = w.to_snapshot(&Extras::default()).unwrap();
+    println!("held {} whys {} snapshot {} bytes", w.entries().len(), w.why.len(), snap.len());
+    time("to_snapshot", &mut || drop(w.to_snapshot(&Extras::default())));
+    time("state_digest", &mut || drop(persist::state_digest(&w)));
+    time("from_snapshot", &mut || drop(Window::from_snapshot(&snap)));
+    let (back, _) = Window::from_snapshot(&snap).unwrap();
+    time("validate", &mut || drop(back.validate()));
+    time("clone", &mut || drop(back.clone()));
+}
