@@ -43,8 +43,8 @@ STUB = PACKAGE_DIR / "_core.pyi"
 INIT = PACKAGE_DIR / "__init__.py"
 
 #: The submodules ``ctxfast.<name>`` may load lazily, and those that exist today.
-ALLOWED_LAZY = {"openai", "anthropic", "langchain", "cli", "gemini", "chat"}
-EXISTING_LAZY = {"openai", "anthropic", "chat", "langchain", "cli", "gemini"}
+ALLOWED_LAZY = {"openai", "anthropic", "langchain", "cli", "gemini", "chat", "stores"}
+EXISTING_LAZY = {"openai", "anthropic", "chat", "langchain", "cli", "gemini", "stores"}
 
 
 # --------------------------------------------------------------------------------------------

@@ -686,11 +686,18 @@ impl Driver {
     /// answer and end up exactly as the original does.
     pub fn run(&mut self, w: &mut Window, ops: &[Op]) {
         let mut shadow: Option<Window> = None;
+        // The binary snapshot taken at the last round trip and the revision it had: at the end,
+        // that snapshot plus the delta since must be the live window exactly.
+        let mut parked: Option<(Vec<u8>, u64)> = None;
         for op in ops.iter().take(64) {
             if let Op::RoundTrip = op {
                 let bytes = w.to_json().expect("to_json");
                 let back = Window::from_json(&bytes).expect("a window's own state loads");
                 assert_eq!(state(&back), state(w), "a round trip changed the state");
+                let snap = w.to_snapshot(&Default::default()).expect("to_snapshot");
+                let (bin, _) = Window::from_snapshot(&snap).expect("a window's own snapshot loads");
+                assert_eq!(state(&bin), state(w), "a binary round trip changed the state");
+                parked = Some((snap, w.revision()));
                 shadow = Some(back);
                 continue;
             }
@@ -700,6 +707,12 @@ impl Driver {
                 assert_eq!(a, b, "a loaded copy answered {op:?} differently");
                 assert_eq!(state(s), state(w), "a loaded copy diverged after {op:?}");
             }
+        }
+        if let Some((snap, mark)) = parked {
+            let delta = w.delta_since(mark, None).expect("a delta since a revision the window had");
+            let (base, _) = Window::from_snapshot(&snap).expect("a window's own snapshot loads");
+            let (back, _) = base.with_delta(&delta).expect("snapshot + delta loads");
+            assert_eq!(state(&back), state(w), "snapshot + delta differs from the live window");
         }
     }
 

@@ -22,11 +22,16 @@ Use::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ctxfast.stores._base import Checkout, WindowStore
 from ctxfast.stores._file import FileStore
 from ctxfast.stores._memory import MemoryStore
 
 __all__ = ["Checkout", "FileStore", "MemoryStore", "RedisStore", "WindowStore"]
+
+if TYPE_CHECKING:
+    from ctxfast.stores._redis import RedisStore
 
 
 def __getattr__(name: str) -> object:

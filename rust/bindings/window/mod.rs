@@ -318,36 +318,37 @@ impl ContextWindow {
         Py::new(py, Policy { name: st.core.policy_name().map(str::to_string), inner: st.core.policy().clone() })
     }
 
-    /// The whole state as a versioned binary snapshot (integrity-checked), to park a session.
+    /// The whole state as a versioned binary snapshot, to park a session in any store.
     ///
     /// Every held `meta` must be JSON-serialisable here; pickle takes any picklable `meta`.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         persist::to_bytes(py, self)
     }
 
-    /// The whole state as JSON text, for people to read (from_bytes reads it too).
+    /// The whole state as JSON text, for people to read; `from_bytes` reads it too.
     fn to_json(&self, py: Python<'_>) -> PyResult<String> {
         persist_json::to_json(py, self)
     }
 
-    /// A number that grows with every change: pass it to delta_since() later.
+    /// A number that grows with every change; pass it to `delta_since` later.
     #[getter]
     fn revision(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(lock(py, &self.state)?.core.revision())
     }
 
-    /// What changed since `revision` (one this window had since it was made or restored), as
-    /// bytes for apply_delta() or from_bytes(deltas=...).
+    /// What changed since `revision`, for `apply_delta` or `from_bytes(deltas=...)`.
+    ///
+    /// `revision` is one this window had since it was made or restored.
     fn delta_since<'py>(&self, revision: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         persist::delta_since(revision.py(), self, revision)
     }
 
-    /// Applies a delta_since() result in place: it must follow this window's revision.
+    /// Applies a `delta_since` result in place: all of it, or (refused) none of it.
     fn apply_delta(&self, delta: &Bound<'_, PyAny>) -> PyResult<()> {
         persist::apply_delta(delta.py(), self, delta)
     }
 
-    /// Restores to_bytes() (or to_json()) output, then applies `deltas` in order.
+    /// Restores `to_bytes()` (or `to_json()`) output, ledger and all, then `deltas`.
     ///
     /// Windows that counted with an embedded encoding or the estimate bring their tokenizer
     /// along; others need `tokenizer=` again.
