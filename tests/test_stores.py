@@ -203,13 +203,17 @@ def test_bad_arguments_are_ctxfast_errors(make_store) -> None:
         make_store(ttl=-1)
 
 
-def test_a_damaged_file_record_is_refused_not_loaded(tmp_path: Path) -> None:
+def three_saved_turns(tmp_path: Path):
     store = FileStore(tmp_path)
     checkout = store.new(window())
     for i in range(3):
         turn(checkout.window, i)
         store.save("conv", checkout)
-    path = next(tmp_path.glob("*.ctxw"))
+    return store, checkout, next(tmp_path.glob("*.ctxw"))
+
+
+def test_a_damaged_file_record_is_refused_not_loaded(tmp_path: Path) -> None:
+    store, _, path = three_saved_turns(tmp_path)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x10
     path.write_bytes(bytes(data))
@@ -218,12 +222,7 @@ def test_a_damaged_file_record_is_refused_not_loaded(tmp_path: Path) -> None:
 
 
 def test_a_frame_cut_short_by_a_crash_is_ignored_then_cut_off(tmp_path: Path) -> None:
-    store = FileStore(tmp_path)
-    checkout = store.new(window())
-    for i in range(3):
-        turn(checkout.window, i)
-        store.save("conv", checkout)
-    path = next(tmp_path.glob("*.ctxw"))
+    store, checkout, path = three_saved_turns(tmp_path)
     whole = path.read_bytes()
     path.write_bytes(whole + b"\x00\x00\x10\x00\x00\x05vers")  # a frame header and no more
     back = store.load("conv")

@@ -5,11 +5,15 @@
 //!
 //! Files by job: this one holds the state, admission and persistence; `apply` runs a fit and
 //! maps its outcome onto the entries; `edit` holds the caller's levers (discard, mark_stale,
-//! rewrite, digest); `ledger` the counters, totals and `why` answers.
+//! rewrite, digest); `ledger` the counters, totals and `why` answers; `changes` what operations
+//! hand back; `fields` how maps and the policy are written; `persist` the binary snapshot,
+//! `journal` the revision and what changed when, `delta` the deltas built from it.
 
 mod apply;
+mod changes;
 pub mod delta;
 mod edit;
+mod fields;
 mod journal;
 pub mod ledger;
 pub mod persist;
@@ -20,9 +24,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{policy_format, Budget, FitOutcome, Layer, Policy, SegmentData};
+use crate::engine::{Budget, Layer, Policy, SegmentData};
 use crate::error::{CtxError, CtxResult};
 use crate::limits::{add_total, check_count, checked_total};
+pub use changes::{Admit, Changes, Removed, Rewrite, WindowFit};
+use changes::Pending;
 use journal::Journal;
 use ledger::{Cause, Counters, Status, Totals, Why};
 
@@ -38,68 +44,22 @@ pub struct Entry {
     pub provenance: Option<(Option<String>, String)>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Pending {
-    /// The entry the rewrite was asked for: a later segment under the same key is not it.
-    id: u64,
-    key: String,
-    text: String,
-    tokens: usize,
-    provenance: String,
-}
-
-/// An entry that left, and why: a typed cause, so no rung name can pass for a reason.
-#[derive(Debug)]
-pub struct Removed {
-    pub entry: Entry,
-    pub cause: Cause,
-}
-
-/// What a change did to the held entries, for the bindings to mirror on their Python objects.
-#[derive(Debug, Default)]
-pub struct Changes {
-    /// Entries that left, in removal order.
-    pub removed: Vec<Removed>,
-    /// Entries created or changed in place.
-    pub upserted: Vec<Entry>,
-}
-
-pub enum Admit {
-    Admitted { id: u64, demoted: Option<Entry> },
-    Duplicate,
-}
-
-pub enum Rewrite {
-    Applied(Changes),
-    Deferred,
-}
-
-pub struct WindowFit {
-    pub outcome: FitOutcome,
-    /// Entry ids in the order they were handed to the ladder (outcome indices refer to these).
-    pub ids: Vec<u64>,
-    pub changes: Changes,
-    pub stable_prefix_tokens: usize,
-    /// What the prompt cache will do, when the window has a cache profile.
-    pub cache: Option<crate::engine::cache::Report>,
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Window {
     limit: usize,
     reserve: usize,
-    #[serde(with = "policy_serde")]
+    #[serde(with = "fields::policy_serde")]
     policy: Policy,
     policy_name: Option<String>,
     low_watermark: Option<f64>,
     entries: Vec<Entry>,
     next_id: u64,
-    #[serde(serialize_with = "sorted")]
+    #[serde(serialize_with = "fields::sorted")]
     held_keys: HashMap<String, u64>,
     cycle: u64,
     fresh_unrecoverable: bool,
     pending: Vec<Pending>,
-    #[serde(serialize_with = "sorted")]
+    #[serde(serialize_with = "fields::sorted")]
     why: HashMap<String, Why>,
     counters: Counters,
     totals: Totals,
@@ -118,41 +78,6 @@ pub struct Window {
     revision: u64,
     #[serde(skip)]
     journal: Journal,
-}
-
-/// Maps are written in key order, so the same window always saves to the same bytes (and the
-/// same integrity digest), whatever order its hash maps hold their keys in.
-fn sorted<S: serde::Serializer, V: Serialize>(map: &HashMap<String, V>, s: S) -> Result<S::Ok, S::Error> {
-    // A sorted list of references, not a BTreeMap: no node allocations on the parking path.
-    let mut ordered: Vec<(&String, &V)> = map.iter().collect();
-    ordered.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    s.collect_map(ordered)
-}
-
-mod policy_serde {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    /// Readable formats (JSON) get the policy's document; the binary one gets it as JSON text,
-    /// since a format without type markers cannot carry a free-form document.
-    pub fn serialize<S: Serializer>(p: &Policy, s: S) -> Result<S::Ok, S::Error> {
-        let doc = policy_format::to_value(None, p);
-        if s.is_human_readable() {
-            doc.serialize(s)
-        } else {
-            s.serialize_str(&doc.to_string())
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Policy, D::Error> {
-        let v = if d.is_human_readable() {
-            serde_json::Value::deserialize(d)?
-        } else {
-            let text = String::deserialize(d)?;
-            serde_json::from_str(&text).map_err(serde::de::Error::custom)?
-        };
-        policy_format::from_value(&v).map(|(_, p)| p).map_err(serde::de::Error::custom)
-    }
 }
 
 /// The most tokens one window's ledger takes in over its lifetime (admitted plus surrogates
