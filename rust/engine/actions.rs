@@ -12,7 +12,7 @@ use crate::limits::unsigned;
 
 impl Ladder<'_> {
     pub(super) fn drop_unit(&mut self, u: usize, rung: usize) -> LayerSet {
-        let unit_digest = self.units[u].digest;
+        let unit_digest = self.unit_digest(u);
         self.units[u].alive = false;
         self.live_units -= 1;
         if let Some(d) = unit_digest {
@@ -22,15 +22,18 @@ impl Ladder<'_> {
             self.pieces -= 1;
             let layers = LayerSet::of(&[rec.layer]);
             self.removals.push(Removal { target: Target::Digest(d), rung, tokens: rec.tokens, action: Taken::Drop });
+            self.units_dropped += 1;
             return layers;
         }
         let mut layers = LayerSet::default();
-        for i in 0..self.units[u].members.len() {
-            let m = self.units[u].members[i];
+        let before = self.removals.len();
+        for k in 0..self.members(u).len() {
+            let Some(m) = self.members(u).nth(k) else { break };
             if self.seg_alive[m] {
                 self.remove_segment(m, rung, Taken::Drop, &mut layers);
             }
         }
+        self.units_dropped += usize::from(self.removals.len() > before);
         layers
     }
 
@@ -39,8 +42,9 @@ impl Ladder<'_> {
     fn remove_segment(&mut self, m: usize, rung: usize, action: Taken, layers: &mut LayerSet) {
         self.seg_alive[m] = false;
         let t = self.seg_tokens[m];
-        layers.insert(self.segs[m].layer);
-        self.layer_sizes[self.segs[m].layer.index()] -= t;
+        let layer = self.seg_layer[m];
+        layers.insert(layer);
+        self.layer_sizes[layer.index()] -= t;
         self.sum -= t;
         self.pieces -= 1;
         self.removals.push(Removal { target: Target::Segment(m), rung, tokens: t, action });
@@ -58,11 +62,10 @@ impl Ladder<'_> {
         min_tokens: usize,
         until: Until,
     ) -> CtxResult<(Option<LayerSet>, bool)> {
-        let Some(&m) = self.units[u]
-            .members
-            .iter()
-            .filter(|&&m| self.seg_alive[m] && layers.contains(self.segs[m].layer))
-            .max_by_key(|&&m| (self.seg_tokens[m], std::cmp::Reverse(m)))
+        let Some(m) = self
+            .members(u)
+            .filter(|&m| self.seg_alive[m] && layers.contains(self.seg_layer[m]))
+            .max_by_key(|&m| (self.seg_tokens[m], std::cmp::Reverse(m)))
         else {
             return Ok((None, false));
         };
@@ -85,7 +88,7 @@ impl Ladder<'_> {
             Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
             None => 0,
         };
-        let text = self.seg_text[m].as_deref().unwrap_or(&self.segs[m].text);
+        let text = self.seg_text(m).unwrap_or(&self.segs[m].text);
         // Never to nothing: an empty body is not a shorter message, it is a lost one.
         let keep = if text.is_empty() { 0 } else { 1 };
         let target = before.saturating_sub(need).max(min_tokens).saturating_sub(overhead).max(keep);
@@ -106,7 +109,7 @@ impl Ladder<'_> {
             Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
             None => 0,
         };
-        let text = self.seg_text[m].as_deref().unwrap_or(&self.segs[m].text);
+        let text = self.seg_text(m).unwrap_or(&self.segs[m].text);
         let cut = self.counter.truncate(text, after.saturating_sub(overhead).max(1))?;
         if cut.is_empty() {
             return Ok(None);
@@ -122,30 +125,45 @@ impl Ladder<'_> {
         if after >= before {
             return Ok(None);
         }
-        self.seg_tokens[m] = after;
-        self.seg_text[m] = Some(cut);
+        if let Some(t) = self.seg_tokens.to_mut().get_mut(m) {
+            *t = after;
+        }
         self.layer_sizes[layer.index()] -= before - after;
         self.sum -= before - after;
-        match self.truncations.iter_mut().find(|t| t.index == m) {
-            Some(t) => t.after = after,
-            None => self.truncations.push(Truncation { index: m, rung, before, after }),
+        // A body shortened again keeps its first entry (its size before any cut), found by its
+        // place, not by a search of every truncation so far.
+        if self.seg_cut.is_empty() {
+            self.seg_cut = vec![usize::MAX; self.segs.len()];
+        }
+        let t = self.seg_cut.get(m).copied().unwrap_or(usize::MAX);
+        match (self.truncations.get_mut(t), self.cut_texts.get_mut(t)) {
+            (Some(entry), Some(text)) => {
+                entry.after = after;
+                *text = cut;
+            }
+            _ => {
+                if let Some(slot) = self.seg_cut.get_mut(m) {
+                    *slot = self.truncations.len();
+                }
+                self.truncations.push(Truncation { index: m, rung, before, after });
+                self.cut_texts.push(cut);
+            }
         }
         Ok(Some(LayerSet::of(&[layer])))
     }
 
     /// Replaces a tool exchange by its record when that is smaller.
     pub(super) fn digest_unit(&mut self, u: usize, rung: usize) -> CtxResult<Option<LayerSet>> {
-        let unit = &self.units[u];
-        if unit.digest.is_some() {
+        if self.unit_digest(u).is_some() {
             return Ok(None);
         }
-        let alive: Vec<usize> = unit.members.iter().copied().filter(|&m| self.seg_alive[m]).collect();
-        if !alive.iter().any(|&m| self.segs[m].layer == Layer::ToolResult) {
+        let alive: Vec<usize> = self.members(u).filter(|&m| self.seg_alive[m]).collect();
+        if !alive.iter().any(|&m| self.seg_layer[m] == Layer::ToolResult) {
             return Ok(None);
         }
         let members: Vec<&SegmentData> = alive.iter().map(|&m| self.segs[m]).collect();
         let tokens: Vec<usize> = alive.iter().map(|&m| self.seg_tokens[m]).collect();
-        let ordinal = self.units.iter().take(u + 1).filter(|x| x.exchange).count();
+        let ordinal = self.exchange_ordinal(u);
         let text = digest_text(&members, &tokens, ordinal);
         let d_tokens = self.counter.count(&text)? + self.framing;
         let unit_tokens: usize = tokens.iter().sum();
@@ -160,7 +178,7 @@ impl Ladder<'_> {
             self.remove_segment(m, rung, Taken::Digest, &mut layers);
         }
         self.digests.push(DigestRecord { members: alive, text, tokens: d_tokens, layer, rung });
-        self.units[u].digest = Some(self.digests.len() - 1);
+        self.set_unit_digest(u, self.digests.len() - 1);
         self.layer_sizes[layer.index()] += d_tokens;
         self.sum += d_tokens;
         self.pieces += 1;

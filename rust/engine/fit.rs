@@ -2,8 +2,6 @@
 //! that count is over (a joined payload whose joins merged differently), the ladder resumes from it.
 //! Rungs with `until = "cap"` run in their place whether or not the request is over.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-
 use super::budget::Budget;
 use super::cache::Pin;
 use super::ladder::Ladder;
@@ -180,7 +178,12 @@ pub fn fit_with(
         kept: kept_list(&lad),
         // A body truncated and then dropped by a later rung is an eviction, not a truncation.
         truncations: lad.truncations.iter().filter(|t| lad.seg_alive[t.index]).cloned().collect(),
-        removals: lad.removals,
+        removals: {
+            // Sized for every rung's candidates (`run_rung`): what a caller keeps is what was used.
+            let mut removals = lad.removals;
+            removals.shrink_to_fit();
+            removals
+        },
         digests: lad.digests,
         total,
         ceiling,
@@ -203,7 +206,7 @@ fn ledger(lad: &Ladder<'_>) -> FitLedger {
     for r in &lad.removals {
         match (r.action, r.target) {
             (Taken::Digest, _) => ledger.digested += r.tokens,
-            (Taken::Drop, Target::Segment(i)) if lad.segs[i].recoverable => ledger.evicted_recoverable += r.tokens,
+            (Taken::Drop, Target::Segment(i)) if lad.seg_recoverable[i] => ledger.evicted_recoverable += r.tokens,
             (Taken::Drop, _) => ledger.evicted_dispensable += r.tokens,
         }
     }
@@ -216,18 +219,33 @@ fn ledger(lad: &Ladder<'_>) -> FitLedger {
 
 /// Kept items in input order; a digest stands where its exchange began.
 pub(super) fn kept_list(lad: &Ladder<'_>) -> Vec<Kept> {
-    let digest_at: HashMap<usize, usize> = lad.digests.iter().enumerate().map(|(d, rec)| (rec.members[0], d)).collect();
-    let alive_digests: HashSet<usize> = lad.units.iter().filter(|u| u.alive).filter_map(|u| u.digest).collect();
-    let mut out = Vec::new();
+    // By position, not in hash tables: where each digest stands (a later record at the same
+    // place wins, as it would in a map), and which records are still sent.
+    let mut digest_at: Vec<Option<usize>> = Vec::new();
+    for (d, rec) in lad.digests.iter().enumerate() {
+        if let Some(&first) = rec.members.first() {
+            if digest_at.len() <= first {
+                digest_at.resize(first + 1, None);
+            }
+            digest_at[first] = Some(d);
+        }
+    }
+    let mut alive_digests = vec![false; lad.digests.len()];
+    for d in (0..lad.units.len()).filter(|&u| lad.units[u].alive).filter_map(|u| lad.unit_digest(u)) {
+        if let Some(alive) = alive_digests.get_mut(d) {
+            *alive = true;
+        }
+    }
+    let mut out = Vec::with_capacity(lad.pieces);
     for i in 0..lad.segs.len() {
-        if let Some(&d) = digest_at.get(&i) {
-            if alive_digests.contains(&d) {
+        if let Some(&Some(d)) = digest_at.get(i) {
+            if alive_digests.get(d).copied().unwrap_or(false) {
                 out.push(Kept::Digest { digest: d });
             }
         }
         if lad.seg_alive[i] {
-            out.push(match &lad.seg_text[i] {
-                Some(text) => Kept::Truncated { index: i, text: text.clone(), tokens: lad.seg_tokens[i] },
+            out.push(match lad.seg_text(i) {
+                Some(text) => Kept::Truncated { index: i, text: text.to_string(), tokens: lad.seg_tokens[i] },
                 None => Kept::Original(i),
             });
         }
@@ -240,7 +258,7 @@ fn kept_texts<'l>(lad: &'l Ladder<'_>) -> (Vec<&'l str>, Vec<usize>) {
         .into_iter()
         .map(|k| match k {
             Kept::Original(i) => (lad.segs[i].text.as_str(), lad.seg_tokens[i]),
-            Kept::Truncated { index, .. } => (lad.seg_text[index].as_deref().unwrap_or(""), lad.seg_tokens[index]),
+            Kept::Truncated { index, .. } => (lad.seg_text(index).unwrap_or(""), lad.seg_tokens[index]),
             Kept::Digest { digest } => (lad.digests[digest].text.as_str(), lad.digests[digest].tokens),
         })
         .unzip()

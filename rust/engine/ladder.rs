@@ -3,15 +3,15 @@
 //! truncated body and a digest record count new text, once each. What each action does to the
 //! ladder's state is in `actions`.
 
-use rustc_hash::FxHashSet as HashSet;
+use std::borrow::Cow;
 
 use super::naming::InputNames;
-use super::outcome::{DigestRecord, Removal, Row, Section, Truncation};
-use super::policy::{Action, Filter, Order, Policy, Until};
-use super::rank::{sort_indices, RankKey};
+use super::outcome::{DigestRecord, Removal, Section, Truncation};
+use super::policy::{Action, Policy, Until};
+use super::select::Selection;
 use super::segment::{Layer, LayerSet, SegmentData};
 use super::source::TokenSource;
-use super::units::{build_units, Unit};
+use super::units::{build_units, Members, Unit, Units};
 use crate::error::CtxResult;
 use crate::fmt::thousands;
 use crate::limits::{signed, unsigned};
@@ -30,14 +30,32 @@ pub(super) struct Ladder<'a> {
     pub(super) sep_tokens: usize,
     /// What a segment the ladder creates (a digest) costs beyond its text: message framing.
     pub(super) framing: usize,
-    pub(super) units: Vec<Unit>,
+    pub(super) units: Vec<Unit<'a>>,
+    /// Segment indices by unit when some group is interleaved (`Units::members`); empty when
+    /// each unit is the run of positions up to the next unit's.
+    member_list: Vec<usize>,
+    member_starts: Vec<usize>,
+    /// The digest record standing in for each unit (`usize::MAX`: none), by unit; empty until
+    /// the first digest, so the units the hot loops read stay small.
+    unit_digests: Vec<usize>,
+    /// Units that left by a drop (a group with several removed members is one unit).
+    pub(super) units_dropped: usize,
     /// Units still in the request: the last one is never dropped.
     pub(super) live_units: usize,
     // Per-segment state as parallel arrays indexed like `segs`: the inputs stay borrowed and
     // untouched, and the hot loop reads plain slices instead of chasing per-segment structs.
-    pub(super) seg_tokens: Vec<usize>,
+    /// The caller's counts until a cut changes one: most fits shorten nothing.
+    pub(super) seg_tokens: Cow<'a, [usize]>,
     pub(super) seg_alive: Vec<bool>,
-    pub(super) seg_text: Vec<Option<String>>,
+    /// Each segment's layer and whether it is recoverable, copied out of `segs` (`build_units`):
+    /// removals read them in rank order, where the segments themselves miss the cache.
+    pub(super) seg_layer: Vec<Layer>,
+    pub(super) seg_recoverable: Vec<bool>,
+    /// A shortened segment's place in `truncations` and `cut_texts` (`usize::MAX`: not shortened);
+    /// empty until the first cut, as most fits shorten nothing.
+    pub(super) seg_cut: Vec<usize>,
+    /// The text sent in place of a shortened segment's, by its place in `truncations`.
+    pub(super) cut_texts: Vec<String>,
     pub(super) digests: Vec<DigestRecord>,
     pub(super) sum: usize,
     pub(super) pieces: usize,
@@ -51,13 +69,18 @@ pub(super) struct Ladder<'a> {
     pub(super) sections: Vec<Section>,
     pub(super) rungs_fired: Vec<usize>,
     pub(super) floor_reached: bool,
+    /// Trace column headings already worked out: (layers changed, heading, layers it names).
+    pub(super) columns: Vec<(LayerSet, String, LayerSet)>,
+    /// How many exchange units there are up to and including each unit, worked out at the first
+    /// digest: a digest record numbers its exchange by it.
+    exchange_ordinals: Vec<usize>,
 }
 
 impl<'a> Ladder<'a> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         segs: &'a [&'a SegmentData],
-        counts: &[usize],
+        counts: &'a [usize],
         policy: &'a Policy,
         counter: &'a dyn TokenSource,
         ceiling: usize,
@@ -65,13 +88,15 @@ impl<'a> Ladder<'a> {
         sep_tokens: usize,
         framing: usize,
     ) -> Self {
+        let Units { list: units, members: member_list, starts: member_starts, seg_layer, seg_recoverable } =
+            build_units(segs, policy);
         let mut layer_sizes = [0usize; 8];
         let mut present = LayerSet::default();
-        for (s, &n) in segs.iter().zip(counts) {
-            layer_sizes[s.layer.index()] += n;
-            present.insert(s.layer);
+        for (&layer, &n) in seg_layer.iter().zip(counts) {
+            layer_sizes[layer.index()] += n;
+            present.insert(layer);
         }
-        let mut lad = Ladder {
+        Ladder {
             segs,
             policy,
             counter,
@@ -80,11 +105,18 @@ impl<'a> Ladder<'a> {
             names: None,
             sep_tokens,
             framing,
-            live_units: 0,
-            units: build_units(segs, policy),
-            seg_tokens: counts.to_vec(),
+            live_units: units.len(),
+            units,
+            member_list,
+            member_starts,
+            unit_digests: Vec::new(),
+            units_dropped: 0,
+            seg_tokens: Cow::Borrowed(counts),
             seg_alive: vec![true; segs.len()],
-            seg_text: vec![None; segs.len()],
+            seg_layer,
+            seg_recoverable,
+            seg_cut: Vec::new(),
+            cut_texts: Vec::new(),
             digests: Vec::new(),
             sum: counts.iter().sum(),
             pieces: segs.len(),
@@ -96,9 +128,55 @@ impl<'a> Ladder<'a> {
             sections: Vec::new(),
             rungs_fired: Vec::new(),
             floor_reached: false,
-        };
-        lad.live_units = lad.units.len();
-        lad
+            columns: Vec::new(),
+            exchange_ordinals: Vec::new(),
+        }
+    }
+
+    /// Unit `u`'s segment indices, in input order.
+    pub(super) fn members(&self, u: usize) -> Members<'_> {
+        if self.member_starts.is_empty() {
+            let start = self.units.get(u).map_or(0, |x| x.position);
+            return Members::Run(start..self.units.get(u + 1).map_or(self.segs.len(), |x| x.position));
+        }
+        let start = self.member_starts.get(u).copied().unwrap_or(0);
+        let end = self.member_starts.get(u + 1).copied().unwrap_or(start);
+        Members::Listed(self.member_list.get(start..end).unwrap_or(&[]).iter().copied())
+    }
+
+    /// The text sent for segment `m` when a rung shortened it.
+    pub(super) fn seg_text(&self, m: usize) -> Option<&str> {
+        self.seg_cut.get(m).and_then(|&t| self.cut_texts.get(t)).map(String::as_str)
+    }
+
+    /// The digest record standing in for unit `u`, once one was made.
+    pub(super) fn unit_digest(&self, u: usize) -> Option<usize> {
+        self.unit_digests.get(u).copied().filter(|&d| d != usize::MAX)
+    }
+
+    pub(super) fn set_unit_digest(&mut self, u: usize, d: usize) {
+        if self.unit_digests.is_empty() {
+            self.unit_digests = vec![usize::MAX; self.units.len()];
+        }
+        if let Some(slot) = self.unit_digests.get_mut(u) {
+            *slot = d;
+        }
+    }
+
+    /// Unit `u`'s number among the exchanges (1 for the first), as a digest record names it.
+    pub(super) fn exchange_ordinal(&mut self, u: usize) -> usize {
+        if self.exchange_ordinals.is_empty() {
+            let mut seen = 0;
+            self.exchange_ordinals = self
+                .units
+                .iter()
+                .map(|x| {
+                    seen += usize::from(x.exchange);
+                    seen
+                })
+                .collect();
+        }
+        self.exchange_ordinals.get(u).copied().unwrap_or(0)
     }
 
     pub(super) fn total(&self) -> usize {
@@ -125,105 +203,32 @@ impl<'a> Ladder<'a> {
     }
 
     pub(super) fn unit_tokens(&self, u: usize) -> usize {
-        let unit = &self.units[u];
-        match unit.digest {
+        match self.unit_digest(u) {
             Some(d) => self.digests[d].tokens,
-            None => unit.members.iter().filter(|&&m| self.seg_alive[m]).map(|&m| self.seg_tokens[m]).sum(),
-        }
-    }
-
-    /// What a unit is called in the trace: by input positions when the caller named its input.
-    pub(super) fn unit_label(&self, u: usize) -> String {
-        let unit = &self.units[u];
-        match self.names {
-            Some(n) => n.name(&unit.members),
-            None => super::naming::default_label(self.segs, unit.position),
-        }
-    }
-
-    /// The policy labels of `layers`, in display order, as one column heading
-    /// (`conversation+tool_result`), and what those labels hold now.
-    pub(super) fn layer_column(&self, layers: LayerSet) -> (String, usize) {
-        let mut labels: Vec<&str> = Vec::new();
-        for l in Layer::DISPLAY_ORDER.iter().filter(|l| layers.contains(**l)) {
-            let label = self.policy.label(*l);
-            if !labels.contains(&label) {
-                labels.push(label);
-            }
-        }
-        // Layers that share a label ("history") are one figure.
-        let size = Layer::ALL.iter().filter(|l| labels.contains(&self.policy.label(**l))).map(|l| self.layer_sizes[l.index()]).sum();
-        (labels.join("+"), size)
-    }
-
-    fn rank_key(&self, u: usize) -> RankKey {
-        let unit = &self.units[u];
-        RankKey {
-            position: unit.position,
-            tokens: self.unit_tokens(u),
-            score: unit.score,
-            recoverable: unit.recoverable,
-            stale: unit.stale,
-        }
-    }
-
-    fn passes(&self, u: usize, filter: Option<Filter>, covered: &HashSet<&str>) -> bool {
-        let unit = &self.units[u];
-        let members = || unit.members.iter().map(|&m| self.segs[m]);
-        match filter {
-            None => true,
-            Some(Filter::Stale) => unit.stale,
-            Some(Filter::Recoverable) => unit.recoverable,
-            Some(Filter::Level(n)) => members().any(|s| s.level == Some(n)),
-            Some(Filter::Covered) => members().any(|s| {
-                s.level == Some(1) && s.key.as_deref().is_some_and(|k| covered.contains(k))
-            }),
+            None => self.members(u).filter(|&m| self.seg_alive[m]).map(|m| self.seg_tokens[m]).sum(),
         }
     }
 
     /// Whether `action` could take anything from the unit: what a floor holding it back costs.
     fn could_take(&self, u: usize, action: Action, layers: LayerSet) -> bool {
-        let unit = &self.units[u];
-        let alive = || unit.members.iter().copied().filter(|&m| self.seg_alive[m]);
+        let alive = || self.members(u).filter(|&m| self.seg_alive[m]);
         match action {
             Action::Drop => self.unit_tokens(u) > 0,
-            Action::Digest => unit.digest.is_none() && alive().any(|m| self.segs[m].layer == Layer::ToolResult),
+            Action::Digest => self.unit_digest(u).is_none() && alive().any(|m| self.seg_layer[m] == Layer::ToolResult),
             Action::Truncate { min_tokens } => {
-                alive().any(|m| layers.contains(self.segs[m].layer) && self.seg_tokens[m] > min_tokens.max(1))
+                alive().any(|m| layers.contains(self.seg_layer[m]) && self.seg_tokens[m] > min_tokens.max(1))
             }
         }
     }
 
     /// Whether any member of the unit sits in a layer the cap rung must still shrink.
     fn in_over_cap_layer(&self, u: usize, layers: LayerSet) -> bool {
-        match self.units[u].digest {
+        match self.unit_digest(u) {
             Some(d) => layers.contains(self.digests[d].layer) && self.cap_excess(self.digests[d].layer) > 0,
-            None => self.units[u]
-                .members
-                .iter()
-                .any(|&m| self.seg_alive[m] && layers.contains(self.segs[m].layer) && self.cap_excess(self.segs[m].layer) > 0),
+            None => self
+                .members(u)
+                .any(|m| self.seg_alive[m] && layers.contains(self.seg_layer[m]) && self.cap_excess(self.seg_layer[m]) > 0),
         }
-    }
-
-    /// Units the floor keeps from this rung, judged over everything the rung could reach.
-    fn floor_kept(&self, eligible: &[usize], rung: &super::policy::Rung) -> Vec<bool> {
-        let mut kept = vec![false; self.units.len()];
-        let exchanges: Vec<usize> = eligible.iter().copied().filter(|&u| self.units[u].exchange).collect();
-        for &u in exchanges.iter().take(rung.floor.keep_first).chain(exchanges.iter().rev().take(rung.floor.keep_last)) {
-            kept[u] = true;
-        }
-        if rung.floor.keep_top > 0 {
-            let mut by_score = eligible.to_vec();
-            by_score.sort_by(|&a, &b| {
-                (self.units[b].score + 0.0)
-                    .total_cmp(&(self.units[a].score + 0.0))
-                    .then(self.units[a].position.cmp(&self.units[b].position))
-            });
-            for &u in by_score.iter().take(rung.floor.keep_top) {
-                kept[u] = true;
-            }
-        }
-        kept
     }
 
     pub(super) fn run_rung(&mut self, r: usize) -> CtxResult<()> {
@@ -233,44 +238,11 @@ impl<'a> Ladder<'a> {
         if rung.until == Until::Cap && capped.0 == 0 {
             return Ok(());
         }
-        let eligible: Vec<usize> = (0..self.units.len())
-            .filter(|&u| {
-                let unit = &self.units[u];
-                unit.alive && !unit.protected && unit.layers.intersects(rung.layers)
-            })
-            .collect();
-        let floor_kept = self.floor_kept(&eligible, &rung);
-        let covered: HashSet<&str> = if rung.filter == Some(Filter::Covered) {
-            (0..self.segs.len())
-                .filter(|&i| self.seg_alive[i] && self.segs[i].level == Some(2))
-                .flat_map(|i| self.segs[i].covers.iter().map(String::as_str))
-                .collect()
-        } else {
-            HashSet::default()
-        };
-        let mut held_back = Vec::new();
-        let mut candidates = Vec::new();
-        for &u in &eligible {
-            if self.passes(u, rung.filter, &covered) {
-                if floor_kept[u] {
-                    held_back.push(u);
-                } else {
-                    candidates.push(u);
-                }
-            }
-        }
-        // Units are numbered in input order, so position orders need no sort.
-        let order: Vec<usize> = match rung.order {
-            Order::Oldest => candidates,
-            Order::Newest => candidates.into_iter().rev().collect(),
-            _ => {
-                let keys: Vec<RankKey> = candidates.iter().map(|&u| self.rank_key(u)).collect();
-                sort_indices(rung.order, &keys).into_iter().map(|k| candidates[k]).collect()
-            }
-        };
-
-        let mut rung_tokens: usize = eligible.iter().map(|&u| self.unit_tokens(u)).sum();
-        let mut rows = Vec::new();
+        let Selection { order, held_back, mut rung_tokens, members } = self.select(&rung);
+        // A rung removes at most its candidates' members: room for them once, rather than a
+        // vector that doubles (and copies itself) as the removals come.
+        self.removals.reserve(members);
+        let mut rows = Vec::with_capacity(order.len());
         // Whether a floor (keep_*, min_tokens, a truncation's minimum) stopped the rung taking.
         let mut floor_stopped = false;
         self.counter.interrupted()?;
@@ -286,7 +258,7 @@ impl<'a> Ladder<'a> {
             }
             let before_total = self.total();
             let before_unit = self.unit_tokens(u);
-            let was_digest = self.units[u].digest.is_some();
+            let was_digest = self.unit_digest(u).is_some();
             let touched = match rung.action {
                 Action::Drop => {
                     if rung.floor.min_tokens > 0 && rung_tokens.saturating_sub(before_unit) < rung.floor.min_tokens {
@@ -338,28 +310,13 @@ impl<'a> Ladder<'a> {
                 floor: rung.floor.describe(),
                 caps,
                 exhausted: still && !floor_reached,
-                rows,
+                rows: {
+                    rows.shrink_to_fit();
+                    rows
+                },
                 floor_reached,
             });
         }
         Ok(())
-    }
-
-    pub(super) fn row(&self, label: String, layers: LayerSet, before: usize, action: Action) -> Row {
-        let total_after = self.total();
-        let (layer, layer_after) = self.layer_column(layers);
-        Row {
-            label,
-            delta: before.saturating_sub(total_after),
-            action: match action {
-                Action::Drop => "drop",
-                Action::Truncate { .. } => "truncate",
-                Action::Digest => "digest",
-            },
-            layer,
-            layer_after,
-            total_after,
-            over_after: signed(total_after) - signed(self.ceiling),
-        }
     }
 }

@@ -2,7 +2,8 @@
 //! totals, one authoritative count, and a trace of every removal.
 //!
 //! Files by job: `budget` (the budget), `units` (grouping), `ladder` (the rungs), `actions`
-//! (drop, truncate, digest), `fit` (the driver and the authoritative count), `outcome` (what a
+//! (drop, truncate, digest), `select` (what a rung may take, in what order), `rows` (a
+//! removal as a trace row), `fit` (the driver and the authoritative count), `outcome` (what a
 //! fit returns), `refusal` (the `Unfittable` it raises instead), `trace` / `render` (assembling
 //! and writing the trace), `naming` (how both name units), `policy` / `policy_format` /
 //! `describe` / `presets` (policies as data), `rank` (the rank orders), `digest` (the record left
@@ -24,6 +25,8 @@ pub mod presets;
 pub mod rank;
 mod refusal;
 mod render;
+mod rows;
+mod select;
 pub mod segment;
 pub mod source;
 pub mod trace;
@@ -45,5 +48,7 @@ pub mod testing;
 mod tests;
 #[cfg(test)]
 mod tests_ladder;
+#[cfg(test)]
+mod tests_scaling;
 #[cfg(test)]
 mod tests_trace;

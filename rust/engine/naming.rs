@@ -54,12 +54,17 @@ impl InputNames {
     /// `messages[3..6]` for the input items among `members` (in input order), then the fixed
     /// parts' own labels: `messages[0] + <reply priming>`.
     pub fn name(&self, members: &[usize]) -> String {
-        let items: Vec<usize> = members.iter().copied().filter(|&m| self.fixed_label(m).is_none()).collect();
+        self.name_of(members.iter().copied())
+    }
+
+    /// `name`, of members given one by one (a unit's, without listing them first).
+    pub fn name_of(&self, members: impl Iterator<Item = usize> + Clone) -> String {
+        let items: Vec<usize> = members.clone().filter(|&m| self.fixed_label(m).is_none()).collect();
         let mut parts = Vec::new();
         if !items.is_empty() {
             parts.push(format!("{}[{}]", self.input, bounded(runs(&items))));
         }
-        parts.extend(members.iter().filter_map(|&m| self.fixed_label(m)).map(str::to_string));
+        parts.extend(members.filter_map(|m| self.fixed_label(m)).map(str::to_string));
         parts.join(" + ")
     }
 }

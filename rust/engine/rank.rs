@@ -34,9 +34,16 @@ pub fn compare(order: Order, a: &RankKey, b: &RankKey) -> Ordering {
 
 /// Positions of `keys` in the order they would be sacrificed.
 pub fn sort_indices(order: Order, keys: &[RankKey]) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..keys.len()).collect();
-    idx.sort_by(|&a, &b| compare(order, &keys[a], &keys[b]));
-    idx
+    let mut keyed: Vec<(RankKey, usize)> = keys.iter().copied().zip(0..).collect();
+    sort_by_rank(order, &mut keyed);
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// Sorts (key, id) pairs into the order they would be sacrificed, equal keys by id: the order a
+/// stable sort of keys listed by increasing id gives, with each key moved with its id instead of
+/// looked up through it.
+pub fn sort_by_rank(order: Order, keyed: &mut [(RankKey, usize)]) {
+    keyed.sort_unstable_by(|a, b| compare(order, &a.0, &b.0).then(a.1.cmp(&b.1)));
 }
 
 /// The rank entry point for callers with their own structures: which indices to evict, in rank

@@ -32,10 +32,10 @@ fn either(options: &[&str]) -> String {
 
 /// What the policy could not touch, for the error that replaces a damaged request.
 pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
-    let protected_units = || lad.units.iter().filter(|u| u.alive && u.protected);
+    let protected_units = || (0..lad.units.len()).filter(|&u| lad.units[u].alive && lad.units[u].protected);
     let mut components = Vec::new();
     for u in protected_units() {
-        for &m in u.members.iter().filter(|&&m| lad.seg_alive[m]) {
+        for m in lad.members(u).filter(|&m| lad.seg_alive[m]) {
             let s = lad.segs[m];
             let label = match &s.key {
                 Some(k) => format!("{} {k:?}", lad.policy.label(s.layer)),
@@ -48,7 +48,7 @@ pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
     // Grouped by layer label in display order, then each fixed part under its own label (reply
     // priming is a fixed part of the system layer, not a second system prompt).
     let held: Vec<usize> =
-        protected_units().flat_map(|u| u.members.iter().copied()).filter(|&m| lad.seg_alive[m]).collect();
+        protected_units().flat_map(|u| lad.members(u)).filter(|&m| lad.seg_alive[m]).collect();
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
     for layer in Layer::DISPLAY_ORDER {
         let label = lad.policy.label(layer);
@@ -98,7 +98,7 @@ pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
     if floor_tokens > 0 {
         let kept: Vec<usize> = (0..lad.units.len()).filter(|&u| lad.units[u].alive && !lad.units[u].protected).collect();
         let at = match lad.names {
-            Some(n) => n.name(&kept.iter().flat_map(|&u| lad.units[u].members.iter().copied()).collect::<Vec<_>>()),
+            Some(n) => n.name(&kept.iter().flat_map(|&u| lad.members(u)).collect::<Vec<_>>()),
             None => bounded(kept.iter().map(|&u| default_label(lad.segs, lad.units[u].position)).collect()),
         };
         let line = format!("kept by floors, {}: {at}", tokens(floor_tokens));

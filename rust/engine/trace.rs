@@ -1,11 +1,9 @@
 //! The eviction trace: what a reviewer reads to see why the request looks the way it does. This
 //! file assembles it from a finished ladder; `render` writes it out.
 
-use rustc_hash::FxHashSet as HashSet;
-
 use super::budget::Budget;
 use super::ladder::Ladder;
-use super::outcome::{Section, Taken, Target};
+use super::outcome::{Section, Target};
 use super::segment::{Layer, LayerSet};
 
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -96,7 +94,7 @@ impl Trace {
             final_total,
             count_calls,
             untouched,
-            units_removed: units_dropped(lad),
+            units_removed: lad.units_dropped,
             units_truncated: lad.truncations.iter().filter(|t| lad.seg_alive[t.index]).count(),
             units_digested: lad.digests.len(),
             floor_reached: lad.floor_reached,
@@ -109,47 +107,26 @@ impl Trace {
 /// Labels a rung could reach that lost nothing: "retrieval untouched".
 fn untouched_labels(lad: &Ladder<'_>, order: &[Layer]) -> Vec<String> {
     let policy = lad.policy;
-    let touched: HashSet<&str> = lad
-        .removals
-        .iter()
-        .map(|r| match r.target {
-            Target::Segment(i) => lad.segs[i].layer,
+    // The layers first (a bit each), then their labels: one label per removal would be a string
+    // hashed per removal.
+    let mut touched_layers = LayerSet::default();
+    for r in &lad.removals {
+        touched_layers.insert(match r.target {
+            Target::Segment(i) => lad.seg_layer[i],
             Target::Digest(d) => lad.digests[d].layer,
-        })
-        .chain(lad.truncations.iter().map(|t| lad.segs[t.index].layer))
-        .map(|l| policy.label(l))
-        .collect();
+        });
+    }
+    for t in &lad.truncations {
+        touched_layers.insert(lad.seg_layer[t.index]);
+    }
+    let touched = |label: &str| touched_layers.iter().any(|l| policy.label(l) == label);
     let reachable = LayerSet(policy.rungs.iter().fold(0, |m, r| m | r.layers.0));
     let mut out: Vec<String> = Vec::new();
     for &l in order {
         let label = policy.label(l);
-        if reachable.contains(l) && !policy.protected.contains(l) && !touched.contains(label) && !out.iter().any(|x| x == label) {
+        if reachable.contains(l) && !policy.protected.contains(l) && !touched(label) && !out.iter().any(|x| x == label) {
             out.push(label.to_string());
         }
     }
     out
-}
-
-/// Units that left by a drop (a group with several removed members is one unit).
-fn units_dropped(lad: &Ladder<'_>) -> usize {
-    let mut unit_of_seg = vec![0usize; lad.segs.len()];
-    let mut unit_of_digest = vec![0usize; lad.digests.len()];
-    for (u, unit) in lad.units.iter().enumerate() {
-        for &m in &unit.members {
-            unit_of_seg[m] = u;
-        }
-        if let Some(d) = unit.digest {
-            unit_of_digest[d] = u;
-        }
-    }
-    let units: HashSet<usize> = lad
-        .removals
-        .iter()
-        .filter(|r| r.action == Taken::Drop)
-        .map(|r| match r.target {
-            Target::Segment(i) => unit_of_seg[i],
-            Target::Digest(d) => unit_of_digest[d],
-        })
-        .collect();
-    units.len()
 }

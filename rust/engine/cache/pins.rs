@@ -21,8 +21,8 @@ impl Ladder<'_> {
             return Ok((0, 0));
         }
         let mut unit_of = vec![usize::MAX; self.segs.len()];
-        for (u, unit) in self.units.iter().enumerate() {
-            for &m in &unit.members {
+        for u in 0..self.units.len() {
+            for m in self.members(u) {
                 if let Some(slot) = unit_of.get_mut(m) {
                     *slot = u;
                 }
@@ -43,7 +43,7 @@ impl Ladder<'_> {
             let rung = ps[0].rung;
             let before = self.total();
             let label = self.unit_label(u);
-            let all_dropped = ps.len() == self.units[u].members.len() && ps.iter().all(|p| p.how == Pinned::Drop);
+            let all_dropped = ps.len() == self.members(u).len() && ps.iter().all(|p| p.how == Pinned::Drop);
             let (touched, action): (Option<LayerSet>, Action) = if all_dropped {
                 if self.live_units <= 1 {
                     break;

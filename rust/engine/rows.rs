@@ -1,0 +1,68 @@
+//! A removal as a trace row: what the unit is called, and the layer column its removal changed.
+
+use super::ladder::Ladder;
+use super::outcome::Row;
+use super::policy::Action;
+use super::segment::{Layer, LayerSet};
+use crate::limits::signed;
+
+impl Ladder<'_> {
+    /// What a unit is called in the trace: by input positions when the caller named its input.
+    pub(super) fn unit_label(&self, u: usize) -> String {
+        match self.names {
+            Some(n) => n.name_of(self.members(u)),
+            // `naming::default_label`, from the name the unit kept when it was built: reading it
+            // from the segment again would miss the cache on every row of a large request.
+            None => match self.units[u].name {
+                Some(name) => name.to_string(),
+                None => format!("#{}", self.units[u].position),
+            },
+        }
+    }
+
+    /// The policy labels of `layers`, in display order, as one column heading
+    /// (`conversation+tool_result`), and what those labels hold now. A rung's rows mostly change
+    /// the same layers, so each heading is worked out once.
+    pub(super) fn layer_column(&mut self, layers: LayerSet) -> (String, usize) {
+        let known = self.columns.iter().find(|c| c.0 == layers);
+        let (heading, named) = match known {
+            Some((_, heading, named)) => (heading.clone(), *named),
+            None => {
+                let mut labels: Vec<&str> = Vec::new();
+                for l in Layer::DISPLAY_ORDER.iter().filter(|l| layers.contains(**l)) {
+                    let label = self.policy.label(*l);
+                    if !labels.contains(&label) {
+                        labels.push(label);
+                    }
+                }
+                // Layers that share a label ("history") are one figure.
+                let mut named = LayerSet::default();
+                for l in Layer::ALL.into_iter().filter(|l| labels.contains(&self.policy.label(*l))) {
+                    named.insert(l);
+                }
+                let heading = labels.join("+");
+                self.columns.push((layers, heading.clone(), named));
+                (heading, named)
+            }
+        };
+        (heading, named.iter().map(|l| self.layer_sizes[l.index()]).sum())
+    }
+
+    pub(super) fn row(&mut self, label: String, layers: LayerSet, before: usize, action: Action) -> Row {
+        let total_after = self.total();
+        let (layer, layer_after) = self.layer_column(layers);
+        Row {
+            label,
+            delta: before.saturating_sub(total_after),
+            action: match action {
+                Action::Drop => "drop",
+                Action::Truncate { .. } => "truncate",
+                Action::Digest => "digest",
+            },
+            layer,
+            layer_after,
+            total_after,
+            over_after: signed(total_after) - signed(self.ceiling),
+        }
+    }
+}
