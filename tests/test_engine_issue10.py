@@ -184,6 +184,35 @@ def test_digests_summarise_large_arguments() -> None:
     assert tok.count(record.text) < 100
 
 
+def test_digest_writes_dict_arguments_sorted_with_repr_for_the_rest() -> None:
+    # meta's arguments as a dict (or any mapping) are written as sorted JSON, and a value JSON
+    # cannot hold falls back to its repr; the digest says the same whatever the key order.
+    from types import MappingProxyType
+
+    tok = Tokenizer.default()
+
+    def digest_of(meta: object) -> str:
+        segs = [
+            Segment("sys", L.SYSTEM),
+            Segment("Reading the file.", L.CONVERSATION, group="ex1", meta=meta),
+            Segment("line\n" * 400, L.TOOL_RESULT, group="ex1"),
+            Segment("thanks", L.CURRENT_TURN),
+        ]
+        full = sum(tok.count(s.text) for s in segs)
+        f = fit(segs, Budget(full - 100), Policy.agent(), tokenizer=tok)
+        [record] = [s for s in f.kept if s.meta and "digest_of" in s.meta]
+        return record.text
+
+    args = {"path": "a.py", "lines": frozenset({3}), "after": 2}
+    first = digest_of({"tool": "read_file", "arguments": args, "step": 4})
+    assert 'read_file({"after": 2, "lines": "frozenset({3})", "path": "a.py"})' in first, first
+    reordered = {"tool": "read_file", "arguments": dict(reversed(list(args.items()))), "step": 4}
+    assert digest_of(reordered) == first
+    assert digest_of(MappingProxyType({"tool": "read_file", "arguments": args, "step": 4})) == first
+    # Not a mapping: no tool call is read, and nothing is digested as one.
+    assert "read_file" not in str(fit([Segment("x", meta=["tool"])], Budget(100)).kept)
+
+
 # --- item 7: seven_tier --------------------------------------------------------------------------
 
 

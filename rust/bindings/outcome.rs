@@ -89,7 +89,7 @@ impl Trace {
                 d.set_item("label", &r.label)?;
                 d.set_item("action", r.action)?;
                 d.set_item("removed", r.delta)?;
-                d.set_item("layer", &r.layer)?;
+                d.set_item("layer", &*r.layer)?;
                 d.set_item("layer_after", r.layer_after)?;
                 d.set_item("total_after", r.total_after)?;
                 d.set_item("over_after", r.over_after)?;

@@ -4,6 +4,7 @@
 //! ladder's state is in `actions`.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use super::naming::InputNames;
 use super::outcome::{DigestRecord, Removal, Section, Truncation};
@@ -70,7 +71,7 @@ pub(super) struct Ladder<'a> {
     pub(super) rungs_fired: Vec<usize>,
     pub(super) floor_reached: bool,
     /// Trace column headings already worked out: (layers changed, heading, layers it names).
-    pub(super) columns: Vec<(LayerSet, String, LayerSet)>,
+    pub(super) columns: Vec<(LayerSet, Arc<str>, LayerSet)>,
     /// How many exchange units there are up to and including each unit, worked out at the first
     /// digest: a digest record numbers its exchange by it.
     exchange_ordinals: Vec<usize>,

@@ -1,6 +1,8 @@
 //! The pieces of a fit's result: what is kept (in input order), what left and how, what each
 //! rung did, and where the removed tokens went. Indices refer to the segments handed to `fit`.
 
+use std::sync::Arc;
+
 use super::segment::Layer;
 
 /// One item of the request as sent.
@@ -80,8 +82,9 @@ pub struct Row {
     pub delta: usize,
     pub action: &'static str,
     /// The labels of the layers the removal changed, in display order (`history`,
-    /// `conversation+tool_result`): the column whose figure `layer_after` is.
-    pub layer: String,
+    /// `conversation+tool_result`): the column whose figure `layer_after` is. Shared by every row
+    /// of the same column, so a fit that removes a million units does not write a million copies.
+    pub layer: Arc<str>,
     /// What those labels hold after the removal: it fell by `delta`, joins aside.
     pub layer_after: usize,
     pub total_after: usize,

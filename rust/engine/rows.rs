@@ -1,5 +1,7 @@
 //! A removal as a trace row: what the unit is called, and the layer column its removal changed.
 
+use std::sync::Arc;
+
 use super::ladder::Ladder;
 use super::outcome::Row;
 use super::policy::Action;
@@ -23,7 +25,7 @@ impl Ladder<'_> {
     /// The policy labels of `layers`, in display order, as one column heading
     /// (`conversation+tool_result`), and what those labels hold now. A rung's rows mostly change
     /// the same layers, so each heading is worked out once.
-    pub(super) fn layer_column(&mut self, layers: LayerSet) -> (String, usize) {
+    pub(super) fn layer_column(&mut self, layers: LayerSet) -> (Arc<str>, usize) {
         let known = self.columns.iter().find(|c| c.0 == layers);
         let (heading, named) = match known {
             Some((_, heading, named)) => (heading.clone(), *named),
@@ -40,7 +42,7 @@ impl Ladder<'_> {
                 for l in Layer::ALL.into_iter().filter(|l| labels.contains(&self.policy.label(*l))) {
                     named.insert(l);
                 }
-                let heading = labels.join("+");
+                let heading: Arc<str> = labels.join("+").into();
                 self.columns.push((layers, heading.clone(), named));
                 (heading, named)
             }

@@ -63,7 +63,7 @@ fn the_layer_column_agrees_with_the_numbers() {
     let total: usize = segs.iter().map(|s| s.tokens.unwrap_or(0)).sum();
     let out = ok(run_named(&segs, total - 4500, &context_window(), Some(&names)));
     let rows = &out.trace.sections[0].rows;
-    assert_eq!(rows[0].layer, "conversation+tool_result");
+    assert_eq!(&*rows[0].layer, "conversation+tool_result");
     let mut held = 400 + 8000;
     for r in rows {
         held -= r.delta;

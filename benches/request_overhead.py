@@ -1,0 +1,139 @@
+#!/usr/bin/env python
+"""What a request costs beyond its fit (issue 14, item 6): a stateless server that builds its
+``Segment`` objects afresh from strings every request, with every count already in the cache,
+against the warm fit of the same request; and the batch size from which ``count_many`` hands its
+misses to a second thread.
+
+    python benches/request_overhead.py            # full timing
+    python benches/request_overhead.py --quick    # fewer repetitions (CI)
+
+The request: turn 30 of ``session.py``'s agent session (seed 21): the system prompt, the tool
+schemas and the newest 38 parts (tool calls with ``meta``, tool results, answers, retrieved
+chunks, the question), 40 segments. Under ``Policy.context_window()`` at three ceilings:
+
+- warm fit: the same ``Segment`` objects every call (each remembers its count);
+- stateless: new ``Segment`` objects every call, their counts found in the tokenizer's cache;
+- its parts: building the 40 segments, and ``count_many`` of their texts (all cache hits).
+
+The threshold: ``count_many(texts, cache=False)`` over batches of 2-16 texts of 256 B-16 KB, in
+two child processes, one with ``RAYON_NUM_THREADS=1``, run alternately; the ratio says from which
+batch size the second thread pays. Medians; compare ratios taken in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import ctxfast  # noqa: E402
+import session as S  # noqa: E402
+
+CEILINGS = (6_000, 8_000, 32_000)
+#: Total bytes of a cold batch, split over 2-16 texts.
+BATCH_BYTES = (2_048, 4_096, 8_192, 16_384, 32_768, 65_536)
+TARGET_RATIO = 3.0
+
+
+def median_us(f, number: int, repeat: int) -> float:
+    xs = []
+    for _ in range(repeat):
+        t = time.perf_counter_ns()
+        for _ in range(number):
+            f()
+        xs.append((time.perf_counter_ns() - t) / number)
+    return statistics.median(xs) / 1000
+
+
+def request_parts() -> list:
+    parts = S.generate(30, seed=21).parts
+    return parts[:2] + parts[-38:]
+
+
+def overhead(quick: bool) -> list[dict]:
+    parts = request_parts()
+    tok = ctxfast.Tokenizer.default()
+    policy = ctxfast.Policy.context_window()
+    texts = [p.text for p in parts]
+    tok.count_many(texts)  # every count in the cache, as a server's later requests find them
+    warm_segments = S.to_segments(parts)
+    number, repeat = (20, 3) if quick else (300, 9)
+    rows = []
+    for ceiling in CEILINGS:
+        budget = ctxfast.Budget(ceiling)
+        warm = lambda: ctxfast.fit(warm_segments, budget, policy=policy, tokenizer=tok)  # noqa: E731
+        fresh = lambda: ctxfast.fit(S.to_segments(parts), budget, policy=policy, tokenizer=tok)  # noqa: E731
+        assert [s.text for s in warm().kept] == [s.text for s in fresh().kept]
+        rows.append({
+            "ceiling": ceiling,
+            "segments": len(parts),
+            "bytes": sum(len(t.encode()) for t in texts),
+            "warm_us": median_us(warm, number, repeat),
+            "stateless_us": median_us(fresh, number, repeat),
+            "build_us": median_us(lambda: S.to_segments(parts), number, repeat),
+            "count_hits_us": median_us(lambda: tok.count_many(texts), number, repeat),
+        })
+    return rows
+
+
+def _threshold_child(quick: bool) -> dict[str, float]:
+    """In a child: count_many(cache=False) over each batch shape, medians in µs."""
+    source = (HERE.parent / "tests" / "data" / "corpora" / "pride_and_prejudice.txt").read_text(encoding="utf-8")
+    tok = ctxfast.Tokenizer.default()
+    out = {}
+    offset = 0
+    for total in BATCH_BYTES:
+        for n in (2, 4, 16):
+            size = total // n
+            texts = []
+            for _ in range(n):
+                texts.append(source[offset:offset + size])
+                offset = (offset + size) % (len(source) - size)
+            tok.count_many(texts, cache=False)
+            out[f"{total}/{n}"] = median_us(lambda: tok.count_many(texts, cache=False), 5 if quick else 20, 5 if quick else 9)
+    return out
+
+
+def threshold(quick: bool) -> list[dict]:
+    rounds = 1 if quick else 3
+    samples: dict[str, dict[str, list[float]]] = {"1": {}, "2": {}}
+    for _ in range(rounds):
+        for threads in ("1", "2"):
+            env = dict(os.environ, RAYON_NUM_THREADS=threads)
+            cmd = [sys.executable, __file__, "--child"] + (["--quick"] if quick else [])
+            got = json.loads(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+            for k, v in got.items():
+                samples[threads].setdefault(k, []).append(v)
+    rows = []
+    for k in samples["1"]:
+        one, two = statistics.median(samples["1"][k]), statistics.median(samples["2"][k])
+        total, n = (int(x) for x in k.split("/"))
+        rows.append({"bytes": total, "texts": n, "one_thread_us": one, "two_threads_us": two, "speedup": one / two})
+    return rows
+
+
+def report(rows: list[dict], thresholds: list[dict]) -> str:
+    lines = ["| ceiling | warm fit | stateless request (new Segments, counts cached) | ratio | build 40 Segments | count_many, all hits |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['ceiling']:,} | {r['warm_us']:.1f} µs | {r['stateless_us']:.1f} µs | "
+                     f"{r['stateless_us'] / r['warm_us']:.2f}× | {r['build_us']:.1f} µs | {r['count_hits_us']:.1f} µs |")
+    lines += ["", "| cold batch | texts | 1 thread | 2 threads | 1 ÷ 2 |", "|---:|---:|---:|---:|---:|"]
+    for t in thresholds:
+        lines.append(f"| {t['bytes']:,} B | {t['texts']} | {t['one_thread_us']:.0f} µs | {t['two_threads_us']:.0f} µs | {t['speedup']:.2f}× |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    if "--child" in sys.argv:
+        print(json.dumps(_threshold_child(quick)))
+    else:
+        print(report(overhead(quick), threshold(quick)))
