@@ -73,6 +73,8 @@ impl Window {
         self.cycle = self.cycle.saturating_add(1);
         self.forget_old_whys();
         self.fresh_unrecoverable = false;
+        // Every turn ends in a fit: the new segments' digests are taken now, once.
+        self.cache_digests();
         Ok(WindowFit { outcome, ids, changes, stable_prefix_tokens: self.stable_prefix_tokens, cache })
     }
 
@@ -160,7 +162,7 @@ impl Window {
             self.totals.truncated_away = self.totals.truncated_away.saturating_add(before.saturating_sub(t.after) as u64);
             self.counters.truncations = self.counters.truncations.saturating_add(1);
             if let Some(k) = key {
-                let orig = self.why.get(&k).map(|w| w.tokens_before).unwrap_or(before);
+                let orig = self.why.get(&k).and_then(|w| usize::try_from(w.tokens_before).ok()).unwrap_or(before);
                 self.set_why(&k, Status::Truncated, Some(Cause::Rung(t.rung)), orig, t.after, None);
             }
         }

@@ -17,7 +17,10 @@ mod fields;
 mod journal;
 pub mod ledger;
 pub mod persist;
+mod persist_v2;
+mod record;
 mod validate;
+pub mod whys;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,6 +34,8 @@ pub use changes::{Admit, Changes, Removed, Rewrite, WindowFit};
 use changes::Pending;
 use journal::Journal;
 use ledger::{Cause, Counters, Status, Totals, Why};
+use record::{Rec, RecView};
+use whys::Ledger;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -59,8 +64,9 @@ pub struct Window {
     cycle: u64,
     fresh_unrecoverable: bool,
     pending: Vec<Pending>,
-    #[serde(serialize_with = "fields::sorted")]
-    why: HashMap<String, Why>,
+    /// Every key's answer, packed (see `whys`); written as a map of full answers in JSON.
+    #[serde(with = "fields::ledger_map")]
+    why: Ledger,
     counters: Counters,
     totals: Totals,
     last_kept: Vec<(u64, u32)>,
@@ -105,6 +111,7 @@ impl Window {
                 return Err(CtxError::invalid(format!("low_watermark must be in (0, 1], got {w}")));
             }
         }
+        let why = Ledger::new(rung_names(&policy));
         Ok(Self {
             limit,
             reserve,
@@ -117,7 +124,7 @@ impl Window {
             cycle: 0,
             fresh_unrecoverable: false,
             pending: Vec::new(),
-            why: HashMap::new(),
+            why,
             counters: Counters::default(),
             totals: Totals::default(),
             last_kept: Vec::new(),
@@ -126,6 +133,10 @@ impl Window {
             cache: None,
             revision: 0,
             journal: Journal::default(),
+        })
+        .map(|mut w: Window| {
+            w.journal.policy_digest = Some(xxhash_rust::xxh3::xxh3_128(persist_v2::policy_text(&w.policy).as_bytes()));
+            w
         })
     }
 
@@ -180,8 +191,8 @@ impl Window {
         self.held_keys.contains_key(key)
     }
 
-    pub fn why(&self, key: &str) -> CtxResult<&Why> {
-        self.why.get(key).ok_or_else(|| {
+    pub fn why(&self, key: &str) -> CtxResult<Why> {
+        self.why.get(key).map(|r| self.why.answer(key, r)).ok_or_else(|| {
             let forgotten = match self.why_horizon {
                 Some(h) => format!(" (or left it more than why_horizon={h} cycles ago)"),
                 None => String::new(),
@@ -206,21 +217,26 @@ impl Window {
     pub(super) fn forget_old_whys(&mut self) {
         let Some(h) = self.why_horizon else { return };
         let now = self.cycle;
-        let mut gone = Vec::new();
-        self.why.retain(|k, w| {
-            let keep = matches!(w.status, Status::Held | Status::Truncated) || now.saturating_sub(w.cycle) <= h;
-            if !keep {
-                gone.push(k.clone());
-            }
-            keep
-        });
+        let gone: Vec<String> = self
+            .why
+            .iter()
+            .filter(|(_, w)| !matches!(w.status, Status::Held | Status::Truncated) && now.saturating_sub(w.cycle) > h)
+            .map(|(k, _)| k.to_string())
+            .collect();
         for k in gone {
+            self.why.remove(&k);
             self.stamp_forgotten(k);
         }
     }
 
-    pub fn whys(&self) -> impl Iterator<Item = &Why> {
-        self.why.values()
+    /// Every answer, in key order.
+    pub fn whys(&self) -> impl Iterator<Item = Why> + '_ {
+        self.why.iter().map(|(k, r)| self.why.answer(k, r))
+    }
+
+    /// How many keys have an answer.
+    pub fn why_count(&self) -> usize {
+        self.why.len()
     }
 
     pub(super) fn new_entry(&mut self, seg: Arc<SegmentData>, tokens: usize, provenance: Option<(Option<String>, String)>) -> Entry {
@@ -234,31 +250,19 @@ impl Window {
         self.entries.iter().position(|e| e.id == id)
     }
 
-    /// What `why()` shows as the rung: the rung's name, or the lever the caller pulled.
-    fn cause_label(&self, cause: Cause) -> String {
-        match cause {
-            Cause::Rung(r) | Cause::Digest(r) => self.policy.rungs.get(r).map(|x| x.name.clone()).unwrap_or_default(),
-            Cause::Discard => "discard".into(),
-            Cause::Rewrite => "rewrite".into(),
-            Cause::DigestCall => "digest".into(),
-        }
-    }
-
+    /// Records what happened to `key` (an answer it already has); the rung's name is derived
+    /// from `cause` when asked for.
     pub(super) fn set_why(&mut self, key: &str, status: Status, cause: Option<Cause>, before: usize, after: usize, provenance: Option<String>) {
-        let cycle = self.cycle;
-        let rung = cause.map(|c| self.cause_label(c));
-        if self.why.contains_key(key) {
-            self.stamp_why(key);
-        }
-        if let Some(w) = self.why.get_mut(key) {
-            w.status = status;
-            w.cycle = cycle;
-            w.rung = rung;
-            w.cause = cause;
-            w.tokens_before = before;
-            w.tokens_after = after;
-            w.provenance = provenance;
-        }
+        let Some(mut w) = self.why.get(key).map(RecView::to_owned) else { return };
+        self.stamp_why(key);
+        w.status = status;
+        w.cycle = self.cycle;
+        w.rung = None;
+        w.cause = cause;
+        w.tokens_before = wide(before);
+        w.tokens_after = wide(after);
+        w.provenance = provenance.map(String::into_boxed_str);
+        self.why.put(key, w);
     }
 
     /// Whether segments of these counts can all be admitted without passing a limit.
@@ -316,8 +320,9 @@ impl Window {
                 let key = e.seg.key.clone();
                 demoted = Some(e.clone());
                 if let Some(k) = key {
-                    if let Some(w) = self.why.get_mut(&k) {
+                    if let Some(mut w) = self.why.get(&k).map(RecView::to_owned) {
                         w.layer = Layer::Conversation;
+                        self.why.put(&k, w);
                         self.stamp_why(&k);
                     }
                 }
@@ -333,20 +338,19 @@ impl Window {
         let id = entry.id;
         if let Some(k) = &entry.seg.key {
             self.held_keys.insert(k.clone(), id);
-            let admissions = self.why.get(k).map_or(0, |w| w.admissions) + 1;
-            let why = Why {
-                key: k.clone(),
+            let admissions = self.why.get(k).map_or(0, |w| w.admissions).saturating_add(1);
+            let why = Rec {
                 status: Status::Held,
-                cycle: self.cycle,
-                rung: None,
-                cause: None,
-                tokens_before: tokens,
-                tokens_after: tokens,
-                provenance: None,
                 layer: entry.seg.layer,
+                cause: None,
+                cycle: self.cycle,
+                tokens_before: wide(tokens),
+                tokens_after: wide(tokens),
                 admissions,
+                provenance: None,
+                rung: None,
             };
-            self.why.insert(k.clone(), why);
+            self.why.put(k, why);
             self.stamp_why(k);
         }
         self.counters.admitted = self.counters.admitted.saturating_add(1);
@@ -361,11 +365,34 @@ impl Window {
 
     /// A saved state, refused unless it is one a window could have reached (see `validate`).
     pub fn from_json(bytes: &[u8]) -> CtxResult<Self> {
-        let mut w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
-        w.validate()?;
-        w.journal = Journal::starting_at(w.revision);
-        Ok(w)
+        let w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
+        w.loaded()
     }
+
+    /// A window just read: rung names the policy gives are no longer stored, the state is
+    /// validated, and a journal starts at its revision.
+    pub(super) fn loaded(mut self) -> CtxResult<Self> {
+        if self.why.names().is_empty() {
+            self.why.settle(rung_names(&self.policy));
+        }
+        self.validate()?;
+        let policy = match self.journal.policy_digest {
+            Some(d) => d,
+            None => xxhash_rust::xxh3::xxh3_128(persist_v2::policy_text(&self.policy).as_bytes()),
+        };
+        self.journal = Journal::starting_at(self.revision, policy);
+        Ok(self)
+    }
+}
+
+/// The policy's rung names, in rung order (what a `Cause` index refers to).
+fn rung_names(p: &Policy) -> Vec<Box<str>> {
+    p.rungs.iter().map(|r| Box::from(r.name.as_str())).collect()
+}
+
+/// A count as the ledger stores it (counts are at most `MAX_COUNT`, far below u64::MAX).
+fn wide(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
