@@ -40,7 +40,7 @@ pub struct Extras {
 
 /// `Extras` as the binary form carries it: the tokenizer's payload as JSON text.
 #[derive(Serialize, Deserialize)]
-struct ExtrasOut {
+pub(super) struct ExtrasOut {
     metas: Option<String>,
     tokenizer: Option<(String, String)>,
 }

@@ -147,6 +147,13 @@ impl<'a> Reader<'a> {
     }
 
     fn varint(&mut self) -> Option<u64> {
+        // Most fields fit one byte.
+        if let Some(&b) = self.bytes.get(self.at) {
+            if b < 0x80 {
+                self.at += 1;
+                return Some(u64::from(b));
+            }
+        }
         let mut n: u64 = 0;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
@@ -187,6 +194,13 @@ impl<'a> Reader<'a> {
     /// The key of the record at the cursor, leaving the cursor after it.
     pub fn key(&mut self) -> Option<&'a str> {
         self.text()
+    }
+
+    /// The key's bytes, unchecked as text: for comparing keys of records already scanned
+    /// (a str orders as its bytes do).
+    pub fn key_bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.varint()?;
+        self.slice(n)
     }
 
     /// The rest of the record after its key.

@@ -58,10 +58,6 @@ impl Window {
                 if keys.insert(k.as_str(), e.id).is_some() {
                     return Err(broken(format!("{}: key {k:?} is held twice", at())));
                 }
-                match self.why.get(k) {
-                    Some(w) if matches!(w.status, Status::Held | Status::Truncated) => {}
-                    _ => return Err(broken(format!("{}: key {k:?} is held but its ledger says otherwise", at()))),
-                }
             }
         }
         if current_turns > 1 {
@@ -70,8 +66,21 @@ impl Window {
         if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(k.as_str()) != Some(id)) {
             return Err(broken("held_keys does not match the held entries"));
         }
-        if let Some((k, _)) = self.why.iter().find(|(k, w)| matches!(w.status, Status::Held | Status::Truncated) && !keys.contains_key(k)) {
-            return Err(broken(format!("the ledger says {k:?} is held, but no entry holds it")));
+        // One pass over the ledger: every answer that says held names a held key, and there are
+        // as many of them as held keys (keys are unique on both sides), so each held key's
+        // answer says held.
+        let mut held_answers = 0usize;
+        for (k, w) in self.why.iter() {
+            if matches!(w.status, Status::Held | Status::Truncated) {
+                if !keys.contains_key(k) {
+                    return Err(broken(format!("the ledger says {k:?} is held, but no entry holds it")));
+                }
+                held_answers += 1;
+            }
+        }
+        if held_answers != keys.len() {
+            let k = keys.keys().find(|k| !self.why.get(k).is_some_and(|w| matches!(w.status, Status::Held | Status::Truncated)));
+            return Err(broken(format!("key {:?} is held but its ledger says otherwise", k.unwrap_or(&""))));
         }
         let held = checked_total(self.entries.iter().map(|e| e.tokens), "what the window holds").map_err(broken)?;
         if !self.totals.balances(held as u64) {

@@ -82,9 +82,9 @@ impl Ledger {
         Reader { bytes: &self.packed, at }.next_record()
     }
 
-    fn packed_key(&self, i: usize) -> Option<&str> {
+    fn packed_key(&self, i: usize) -> Option<&[u8]> {
         let at = usize::try_from(*self.offsets.get(i)?).ok()?;
-        Reader { bytes: &self.packed, at }.key()
+        Reader { bytes: &self.packed, at }.key_bytes()
     }
 
     fn packed_find(&self, key: &str) -> Option<RecView<'_>> {
@@ -96,7 +96,7 @@ impl Ledger {
         let (mut lo, mut hi) = (0, self.offsets.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.packed_key(mid).map_or(Ordering::Greater, |k| k.cmp(key)) {
+            match self.packed_key(mid).map_or(Ordering::Greater, |k| k.cmp(key.as_bytes())) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(mid),
