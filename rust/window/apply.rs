@@ -201,7 +201,7 @@ impl Window {
             self.totals.evicted_dispensable = self.totals.evicted_dispensable.saturating_add(e.tokens as u64);
         }
         if let Some(k) = &e.seg.key {
-            self.held_keys.remove(k);
+            self.held_keys.remove(k.as_str());
             self.set_why(k, status, Some(cause), e.tokens, 0, None);
         }
         changes.removed.push(Removed { entry: e, cause });
@@ -244,7 +244,7 @@ impl Window {
         self.unstamp_entry(id);
         self.totals.rewritten_away = self.totals.rewritten_away.saturating_add(e.tokens as u64);
         if let Some(k) = &e.seg.key {
-            self.held_keys.remove(k);
+            self.held_keys.remove(k.as_str());
             self.set_why(k, Status::Rewritten, Some(cause), e.tokens, surrogate_tokens, Some(by.to_string()));
         }
         changes.removed.push(Removed { entry: e, cause });

@@ -254,7 +254,7 @@ impl Window {
             entries.push(e);
         }
         self.entries = entries;
-        self.held_keys = self.entries.iter().filter_map(|e| e.seg.key.clone().map(|k| (k, e.id))).collect();
+        self.held_keys = self.entries.iter().filter_map(|e| e.seg.key.as_deref().map(|k| (Box::from(k), e.id))).collect();
         // What the delta brought counts as changed at its revision (the journal keeps its floor).
         for &id in &upserted {
             self.journal.entries.insert(id, d.revision);
@@ -293,7 +293,7 @@ fn read_v2(body: &[u8]) -> CtxResult<(Incoming, u128)> {
     let mut r = Reader { bytes: d.whys.0, at: 0 };
     while r.at < d.whys.0.len() {
         let (k, rec) = r.next_record().ok_or_else(|| refused("the delta's why answers are not well formed"))?;
-        whys.push((k.to_string(), rec.to_owned()));
+        whys.push((k.to_string(), rec.to_rec()));
     }
     let inc = Incoming { base: d.base, revision: d.revision, order: d.order, entries: d.entries, whys, forgotten: d.forgotten, scalars: d.scalars, metas: d.metas };
     Ok((inc, d.state))

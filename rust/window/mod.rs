@@ -46,7 +46,8 @@ pub struct Entry {
     pub version: u32,
     pub admitted_cycle: u64,
     /// For surrogates: (source key, who made it).
-    pub provenance: Option<(Option<String>, String)>,
+    /// Boxed: most entries have none, and a restored window holds one `Entry` per segment.
+    pub provenance: Option<Box<(Option<String>, String)>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -60,7 +61,7 @@ pub struct Window {
     entries: Vec<Entry>,
     next_id: u64,
     #[serde(serialize_with = "fields::sorted")]
-    held_keys: HashMap<String, u64>,
+    held_keys: HashMap<Box<str>, u64>,
     cycle: u64,
     fresh_unrecoverable: bool,
     pending: Vec<Pending>,
@@ -243,7 +244,7 @@ impl Window {
         let id = self.next_id;
         self.next_id = self.next_id.saturating_add(1);
         self.stamp_entry(id);
-        Entry { id, seg, tokens, version: 0, admitted_cycle: self.cycle, provenance }
+        Entry { id, seg, tokens, version: 0, admitted_cycle: self.cycle, provenance: provenance.map(Box::new) }
     }
 
     pub(super) fn position(&self, id: u64) -> Option<usize> {
@@ -253,7 +254,7 @@ impl Window {
     /// Records what happened to `key` (an answer it already has); the rung's name is derived
     /// from `cause` when asked for.
     pub(super) fn set_why(&mut self, key: &str, status: Status, cause: Option<Cause>, before: usize, after: usize, provenance: Option<String>) {
-        let Some(mut w) = self.why.get(key).map(RecView::to_owned) else { return };
+        let Some(mut w) = self.why.get(key).map(RecView::to_rec) else { return };
         self.stamp_why(key);
         w.status = status;
         w.cycle = self.cycle;
@@ -291,7 +292,7 @@ impl Window {
     /// Admits a counted segment; a key already held (in any layer) is refused. A count over the
     /// limits, or one that would take what is held past `MAX_TOTAL`, is an error and changes nothing.
     pub fn admit(&mut self, seg: Arc<SegmentData>, tokens: usize) -> CtxResult<Admit> {
-        if seg.key.as_ref().is_some_and(|k| self.held_keys.contains_key(k)) {
+        if seg.key.as_deref().is_some_and(|k| self.held_keys.contains_key(k)) {
             return Ok(self.admit_checked(seg, tokens));
         }
         self.can_admit(&[tokens])?;
@@ -303,7 +304,7 @@ impl Window {
     pub fn admit_checked(&mut self, seg: Arc<SegmentData>, tokens: usize) -> Admit {
         self.touch();
         if let Some(k) = &seg.key {
-            if self.held_keys.contains_key(k) {
+            if self.held_keys.contains_key(k.as_str()) {
                 self.counters.refused_duplicates = self.counters.refused_duplicates.saturating_add(1);
                 return Admit::Duplicate;
             }
@@ -320,7 +321,7 @@ impl Window {
                 let key = e.seg.key.clone();
                 demoted = Some(e.clone());
                 if let Some(k) = key {
-                    if let Some(mut w) = self.why.get(&k).map(RecView::to_owned) {
+                    if let Some(mut w) = self.why.get(&k).map(RecView::to_rec) {
                         w.layer = Layer::Conversation;
                         self.why.put(&k, w);
                         self.stamp_why(&k);
@@ -337,7 +338,7 @@ impl Window {
         let entry = self.new_entry(seg, tokens, None);
         let id = entry.id;
         if let Some(k) = &entry.seg.key {
-            self.held_keys.insert(k.clone(), id);
+            self.held_keys.insert(Box::from(k.as_str()), id);
             let admissions = self.why.get(k).map_or(0, |w| w.admissions).saturating_add(1);
             let why = Rec {
                 status: Status::Held,
@@ -399,3 +400,5 @@ fn wide(n: usize) -> u64 {
 mod tests;
 #[cfg(test)]
 mod tests_persist;
+#[cfg(test)]
+mod tests_whys;

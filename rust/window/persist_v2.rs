@@ -105,7 +105,7 @@ impl Window {
         let (_, policy) = policy_format::from_value(&doc).map_err(|e| refused(format!("its policy: {e}")))?;
         let names = rung_names(&policy);
         let why = Ledger::from_packed(b.why.0.to_vec(), names).ok_or_else(|| refused("its why ledger is not well formed"))?;
-        let held_keys = b.entries.iter().filter_map(|e| e.seg.key.clone().map(|k| (k, e.id))).collect();
+        let held_keys = b.entries.iter().filter_map(|e| e.seg.key.as_deref().map(|k| (Box::from(k), e.id))).collect();
         let mut w = Window {
             limit: b.limit,
             reserve: b.reserve,

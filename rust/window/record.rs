@@ -60,7 +60,7 @@ impl Rec {
 }
 
 impl RecView<'_> {
-    pub fn to_owned(self) -> Rec {
+    pub fn to_rec(self) -> Rec {
         Rec {
             status: self.status,
             layer: self.layer,
@@ -257,6 +257,7 @@ pub fn scan(bytes: &[u8]) -> Option<Scanned> {
         offsets.push(u32::try_from(start).ok()?);
         sum ^= hash(bytes.get(start..r.at)?);
     }
+    offsets.shrink_to_fit();
     Some(Scanned { offsets, sum })
 }
 

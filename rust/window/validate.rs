@@ -63,7 +63,7 @@ impl Window {
         if current_turns > 1 {
             return Err(broken(format!("{current_turns} current turns are held; a window holds one")));
         }
-        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(k.as_str()) != Some(id)) {
+        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(&**k) != Some(id)) {
             return Err(broken("held_keys does not match the held entries"));
         }
         // One pass over the ledger: every answer that says held names a held key, and there are

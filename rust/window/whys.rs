@@ -53,6 +53,10 @@ impl Ledger {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The XOR of every record's digest (see `record::hash`).
     pub fn digest(&self) -> u128 {
         self.sum
@@ -68,7 +72,7 @@ impl Ledger {
         let stale: Vec<(Box<str>, Rec)> = self
             .iter()
             .filter(|(_, r)| r.rung.is_some() && r.cause.map(|c| cause_label(&self.names, c)) == r.rung)
-            .map(|(k, r)| (Box::from(k), r.to_owned()))
+            .map(|(k, r)| (Box::from(k), r.to_rec()))
             .collect();
         for (k, mut r) in stale {
             r.rung = None;
