@@ -8,7 +8,7 @@ use crate::engine::{policy_format, Policy};
 
 /// Maps are written in key order, so the same window always saves to the same bytes (and the
 /// same integrity digest), whatever order its hash maps hold their keys in.
-pub(super) fn sorted<S: serde::Serializer, K: Serialize + Ord, V: Serialize>(map: &HashMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn sorted<S: serde::Serializer, K: Serialize + Ord, V: Serialize, H>(map: &HashMap<K, V, H>, s: S) -> Result<S::Ok, S::Error> {
     // A sorted list of references, not a BTreeMap: no node allocations on the parking path.
     let mut ordered: Vec<(&K, &V)> = map.iter().collect();
     ordered.sort_unstable_by(|a, b| a.0.cmp(b.0));

@@ -5,9 +5,11 @@
 //!
 //! Files by job: this one holds the state, admission and persistence; `apply` runs a fit and
 //! maps its outcome onto the entries; `edit` holds the caller's levers (discard, mark_stale,
-//! rewrite, digest); `ledger` the counters, totals and `why` answers; `changes` what operations
-//! hand back; `fields` how maps and the policy are written; `persist` the binary snapshot,
-//! `journal` the revision and what changed when, `delta` the deltas built from it.
+//! rewrite, digest); `ledger` the counters, totals and `why` answers; `whys` where the answers
+//! are kept (packed records sorted by key, see `record`); `changes` what operations hand back;
+//! `fields` how maps, the policy and the readable ledger are written; `persist` the binary
+//! frame, `persist_v2` the current snapshot body and the state digest, `journal` the revision
+//! and what changed when, `delta` the deltas built from it.
 
 mod apply;
 mod changes;
@@ -22,7 +24,6 @@ mod record;
 mod validate;
 pub mod whys;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -34,8 +35,8 @@ pub use changes::{Admit, Changes, Removed, Rewrite, WindowFit};
 use changes::Pending;
 use journal::Journal;
 use ledger::{Cause, Counters, Status, Totals, Why};
-use record::{Rec, RecView};
-use whys::Ledger;
+use record::{wide, Rec, RecView};
+use whys::{rung_names, Ledger};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -61,7 +62,7 @@ pub struct Window {
     entries: Vec<Entry>,
     next_id: u64,
     #[serde(serialize_with = "fields::sorted")]
-    held_keys: HashMap<Box<str>, u64>,
+    held_keys: rustc_hash::FxHashMap<Box<str>, u64>,
     cycle: u64,
     fresh_unrecoverable: bool,
     pending: Vec<Pending>,
@@ -121,7 +122,7 @@ impl Window {
             low_watermark,
             entries: Vec::new(),
             next_id: 1,
-            held_keys: HashMap::new(),
+            held_keys: Default::default(),
             cycle: 0,
             fresh_unrecoverable: false,
             pending: Vec::new(),
@@ -369,31 +370,6 @@ impl Window {
         let w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
         w.loaded()
     }
-
-    /// A window just read: rung names the policy gives are no longer stored, the state is
-    /// validated, and a journal starts at its revision.
-    pub(super) fn loaded(mut self) -> CtxResult<Self> {
-        if self.why.names().is_empty() {
-            self.why.settle(rung_names(&self.policy));
-        }
-        self.validate()?;
-        let policy = match self.journal.policy_digest {
-            Some(d) => d,
-            None => xxhash_rust::xxh3::xxh3_128(persist_v2::policy_text(&self.policy).as_bytes()),
-        };
-        self.journal = Journal::starting_at(self.revision, policy);
-        Ok(self)
-    }
-}
-
-/// The policy's rung names, in rung order (what a `Cause` index refers to).
-fn rung_names(p: &Policy) -> Vec<Box<str>> {
-    p.rungs.iter().map(|r| Box::from(r.name.as_str())).collect()
-}
-
-/// A count as the ledger stores it (counts are at most `MAX_COUNT`, far below u64::MAX).
-fn wide(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

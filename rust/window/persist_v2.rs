@@ -18,8 +18,9 @@ use super::changes::Pending;
 use super::fields::Bytes;
 use super::ledger::{Counters, Totals};
 use super::persist::{hash_of, refused};
-use super::whys::Ledger;
-use super::{rung_names, Entry, Window};
+use super::journal::Journal;
+use super::whys::{rung_names, Ledger};
+use super::{Entry, Window};
 use crate::engine::cache::CacheProfile;
 use crate::engine::{policy_format, Policy, SegmentData};
 use crate::error::CtxResult;
@@ -131,6 +132,21 @@ impl Window {
         // The writer hashed this very text: the digest of the policy costs nothing here.
         w.journal.policy_digest = Some(xxh3_128(b.policy.as_bytes()));
         Ok(w)
+    }
+
+    /// A window just read: rung names the policy gives are no longer stored, the state is
+    /// validated, and a journal starts at its revision.
+    pub(super) fn loaded(mut self) -> CtxResult<Self> {
+        if self.why.names().is_empty() {
+            self.why.settle(rung_names(&self.policy));
+        }
+        self.validate()?;
+        let policy = match self.journal.policy_digest {
+            Some(d) => d,
+            None => xxh3_128(policy_text(&self.policy).as_bytes()),
+        };
+        self.journal = Journal::starting_at(self.revision, policy);
+        Ok(self)
     }
 
     /// One held segment's digest: cached while the entry still holds the same segment.

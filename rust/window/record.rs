@@ -75,6 +75,11 @@ impl RecView<'_> {
     }
 }
 
+/// A count as the ledger stores it (counts are at most `MAX_COUNT`, far below u64::MAX).
+pub fn wide(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
 const STATUSES: [Status; 5] = [Status::Held, Status::EvictedRecoverable, Status::EvictedDispensable, Status::Rewritten, Status::Truncated];
 
 fn status_code(s: Status) -> u8 {
@@ -236,6 +241,13 @@ impl<'a> Reader<'a> {
 pub struct Scanned {
     pub offsets: Vec<u32>,
     pub sum: u128,
+    /// How many say the key is held (held or truncated).
+    pub held: usize,
+}
+
+/// Whether an answer says its key is held.
+pub fn says_held(s: Status) -> bool {
+    matches!(s, Status::Held | Status::Truncated)
 }
 
 /// Checks packed records (each well formed, keys strictly increasing, so unique) and returns
@@ -244,6 +256,7 @@ pub fn scan(bytes: &[u8]) -> Option<Scanned> {
     u32::try_from(bytes.len()).ok()?;
     let mut offsets = Vec::with_capacity(bytes.len() / 16);
     let mut sum = 0u128;
+    let mut held = 0usize;
     let mut r = Reader { bytes, at: 0 };
     let mut last: Option<&str> = None;
     while r.at < bytes.len() {
@@ -252,13 +265,15 @@ pub fn scan(bytes: &[u8]) -> Option<Scanned> {
         if last.is_some_and(|l| l >= key) {
             return None;
         }
-        r.rec()?;
+        if says_held(r.rec()?.status) {
+            held += 1;
+        }
         last = Some(key);
         offsets.push(u32::try_from(start).ok()?);
         sum ^= hash(bytes.get(start..r.at)?);
     }
     offsets.shrink_to_fit();
-    Some(Scanned { offsets, sum })
+    Some(Scanned { offsets, sum, held })
 }
 
 /// One record's digest: the ledger's digest combines them by XOR, which is order-free (a key

@@ -46,6 +46,7 @@ fn the_ledger_answers_like_a_map_through_every_fold() {
             model.insert(key.clone(), r);
         }
         assert_eq!(l.len(), model.len());
+        assert_eq!(l.held_count(), model.values().filter(|r| record::says_held(r.status)).count());
         assert_eq!(l.get(&key).map(|r| r.to_rec()), model.get(&key).cloned(), "step {step}");
     }
     let listed: Vec<(String, Rec)> = l.iter().map(|(k, r)| (k.to_string(), r.to_rec())).collect();

@@ -4,7 +4,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::ledger::Status;
+use super::record::says_held;
 use super::{Window, ID_LIMIT, LIFETIME_MAX};
 use crate::engine::{Budget, Layer};
 use crate::error::{CtxError, CtxResult};
@@ -58,6 +58,9 @@ impl Window {
                 if keys.insert(k.as_str(), e.id).is_some() {
                     return Err(broken(format!("{}: key {k:?} is held twice", at())));
                 }
+                if !self.why.get(k).is_some_and(|w| says_held(w.status)) {
+                    return Err(broken(format!("{}: key {k:?} is held but its ledger says otherwise", at())));
+                }
             }
         }
         if current_turns > 1 {
@@ -66,21 +69,12 @@ impl Window {
         if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(&**k) != Some(id)) {
             return Err(broken("held_keys does not match the held entries"));
         }
-        // One pass over the ledger: every answer that says held names a held key, and there are
-        // as many of them as held keys (keys are unique on both sides), so each held key's
-        // answer says held.
-        let mut held_answers = 0usize;
-        for (k, w) in self.why.iter() {
-            if matches!(w.status, Status::Held | Status::Truncated) {
-                if !keys.contains_key(k) {
-                    return Err(broken(format!("the ledger says {k:?} is held, but no entry holds it")));
-                }
-                held_answers += 1;
-            }
-        }
-        if held_answers != keys.len() {
-            let k = keys.keys().find(|k| !self.why.get(k).is_some_and(|w| matches!(w.status, Status::Held | Status::Truncated)));
-            return Err(broken(format!("key {:?} is held but its ledger says otherwise", k.unwrap_or(&""))));
+        // Each held key's answer says held (above); as many answers say so as keys are held
+        // (keys are unique on both sides), so no answer says held of a key no entry holds. The
+        // ledger keeps that count, so this reads no answer it does not have to.
+        if self.why.held_count() != keys.len() {
+            let k = self.why.iter().find(|(k, w)| says_held(w.status) && !keys.contains_key(k)).map(|(k, _)| k.to_string());
+            return Err(broken(format!("the ledger says {:?} is held, but no entry holds it", k.unwrap_or_default())));
         }
         let held = checked_total(self.entries.iter().map(|e| e.tokens), "what the window holds").map_err(broken)?;
         if !self.totals.balances(held as u64) {

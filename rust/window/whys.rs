@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::ledger::{Cause, Why};
 use super::record::{self, Reader, Rec, RecView};
+use crate::engine::Policy;
 
 #[derive(Clone, Debug, Default)]
 pub struct Ledger {
@@ -22,9 +23,17 @@ pub struct Ledger {
     /// Answers changed since the last fold; `None` hides a packed one (forgotten).
     overlay: FxHashMap<Box<str>, Option<Rec>>,
     len: usize,
+    /// How many answers say their key is held: validation compares it with the held keys
+    /// instead of reading every answer.
+    held: usize,
     sum: u128,
     /// The policy's rung names, so the answer's rung name is derived, not stored.
     names: Vec<Box<str>>,
+}
+
+/// The policy's rung names, in rung order (what a `Cause` index refers to).
+pub fn rung_names(p: &Policy) -> Vec<Box<str>> {
+    p.rungs.iter().map(|r| Box::from(r.name.as_str())).collect()
 }
 
 /// The `why` answer's rung name for a cause, given the policy's rung names.
@@ -46,7 +55,7 @@ impl Ledger {
     pub fn from_packed(packed: Vec<u8>, names: Vec<Box<str>>) -> Option<Self> {
         let s = record::scan(&packed)?;
         let len = s.offsets.len();
-        Some(Self { packed, offsets: s.offsets, overlay: FxHashMap::default(), len, sum: s.sum, names })
+        Some(Self { packed, offsets: s.offsets, overlay: FxHashMap::default(), len, held: s.held, sum: s.sum, names })
     }
 
     pub fn len(&self) -> usize {
@@ -55,6 +64,11 @@ impl Ledger {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// How many answers say their key is held.
+    pub fn held_count(&self) -> usize {
+        self.held
     }
 
     /// The XOR of every record's digest (see `record::hash`).
@@ -129,8 +143,16 @@ impl Ledger {
     /// Writes `key`'s answer (new or changed).
     pub fn put(&mut self, key: &str, rec: Rec) {
         match self.get(key) {
-            Some(old) => self.sum ^= Self::record_hash(key, old),
+            Some(old) => {
+                self.sum ^= Self::record_hash(key, old);
+                if record::says_held(old.status) {
+                    self.held = self.held.saturating_sub(1);
+                }
+            }
             None => self.len = self.len.saturating_add(1),
+        }
+        if record::says_held(rec.status) {
+            self.held = self.held.saturating_add(1);
         }
         self.sum ^= Self::record_hash(key, rec.view());
         self.overlay.insert(Box::from(key), Some(rec));
@@ -142,6 +164,9 @@ impl Ledger {
         let Some(old) = self.get(key) else { return false };
         self.sum ^= Self::record_hash(key, old);
         self.len = self.len.saturating_sub(1);
+        if record::says_held(old.status) {
+            self.held = self.held.saturating_sub(1);
+        }
         if self.packed_find(key).is_some() {
             self.overlay.insert(Box::from(key), None);
         } else {
