@@ -142,10 +142,10 @@ impl Ledger {
 
     /// Writes `key`'s answer (new or changed).
     pub fn put(&mut self, key: &str, rec: Rec) {
-        match self.get(key) {
-            Some(old) => {
-                self.sum ^= Self::record_hash(key, old);
-                if record::says_held(old.status) {
+        match self.get(key).map(|old| (Self::record_hash(key, old), record::says_held(old.status))) {
+            Some((hash, held)) => {
+                self.sum ^= hash;
+                if held {
                     self.held = self.held.saturating_sub(1);
                 }
             }
@@ -161,10 +161,12 @@ impl Ledger {
 
     /// Forgets `key`'s answer; whether it had one.
     pub fn remove(&mut self, key: &str) -> bool {
-        let Some(old) = self.get(key) else { return false };
-        self.sum ^= Self::record_hash(key, old);
+        let Some((hash, held)) = self.get(key).map(|old| (Self::record_hash(key, old), record::says_held(old.status))) else {
+            return false;
+        };
+        self.sum ^= hash;
         self.len = self.len.saturating_sub(1);
-        if record::says_held(old.status) {
+        if held {
             self.held = self.held.saturating_sub(1);
         }
         if self.packed_find(key).is_some() {
