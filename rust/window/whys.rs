@@ -184,15 +184,29 @@ impl Ledger {
         }
     }
 
-    /// Every answer packed, sorted by key (the overlay folded in).
+    /// Every answer packed, sorted by key (the overlay folded in). The packed records between
+    /// two overlay keys are copied as they are, not read and written again.
     pub fn packed(&self) -> std::borrow::Cow<'_, [u8]> {
         if self.overlay.is_empty() {
             return std::borrow::Cow::Borrowed(&self.packed);
         }
+        let mut over: Vec<(&str, Option<&Rec>)> = self.overlay.iter().map(|(k, v)| (&**k, v.as_ref())).collect();
+        over.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let start = |i: usize| self.offsets.get(i).and_then(|&o| usize::try_from(o).ok()).unwrap_or(self.packed.len());
         let mut out = Vec::with_capacity(self.packed.len() + self.overlay.len() * 32);
-        for (k, r) in self.iter() {
-            record::encode(&mut out, k, r);
+        let mut next = 0;
+        for (k, r) in over {
+            let (at, found) = match self.offsets_search(k) {
+                Ok(i) => (i, true),
+                Err(i) => (i, false),
+            };
+            out.extend_from_slice(self.packed.get(start(next)..start(at)).unwrap_or_default());
+            next = if found { at + 1 } else { at };
+            if let Some(r) = r {
+                record::encode(&mut out, k, r.view());
+            }
         }
+        out.extend_from_slice(self.packed.get(start(next)..).unwrap_or_default());
         std::borrow::Cow::Owned(out)
     }
 
