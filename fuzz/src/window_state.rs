@@ -34,7 +34,7 @@ pub fn consistency(w: &Window) -> Result<(), String> {
         }
     }
     for y in w.whys() {
-        need!(w.why(&y.key).ok() == Some(y), "the why entry for {:?} is filed under another key", y.key);
+        need!(w.why(&y.key).ok().as_ref() == Some(&y), "the why entry for {:?} is filed under another key", y.key);
         if w.holds(&y.key) {
             need!(keys.contains(&y.key), "held key {:?} has no entry", y.key);
         }

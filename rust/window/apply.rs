@@ -73,6 +73,8 @@ impl Window {
         self.cycle = self.cycle.saturating_add(1);
         self.forget_old_whys();
         self.fresh_unrecoverable = false;
+        // Every turn ends in a fit: the new segments' digests are taken now, once.
+        self.cache_digests();
         Ok(WindowFit { outcome, ids, changes, stable_prefix_tokens: self.stable_prefix_tokens, cache })
     }
 
@@ -160,7 +162,7 @@ impl Window {
             self.totals.truncated_away = self.totals.truncated_away.saturating_add(before.saturating_sub(t.after) as u64);
             self.counters.truncations = self.counters.truncations.saturating_add(1);
             if let Some(k) = key {
-                let orig = self.why.get(&k).map(|w| w.tokens_before).unwrap_or(before);
+                let orig = self.why.get(&k).and_then(|w| usize::try_from(w.tokens_before).ok()).unwrap_or(before);
                 self.set_why(&k, Status::Truncated, Some(Cause::Rung(t.rung)), orig, t.after, None);
             }
         }
@@ -199,7 +201,7 @@ impl Window {
             self.totals.evicted_dispensable = self.totals.evicted_dispensable.saturating_add(e.tokens as u64);
         }
         if let Some(k) = &e.seg.key {
-            self.held_keys.remove(k);
+            self.held_keys.remove(k.as_str());
             self.set_why(k, status, Some(cause), e.tokens, 0, None);
         }
         changes.removed.push(Removed { entry: e, cause });
@@ -242,7 +244,7 @@ impl Window {
         self.unstamp_entry(id);
         self.totals.rewritten_away = self.totals.rewritten_away.saturating_add(e.tokens as u64);
         if let Some(k) = &e.seg.key {
-            self.held_keys.remove(k);
+            self.held_keys.remove(k.as_str());
             self.set_why(k, Status::Rewritten, Some(cause), e.tokens, surrogate_tokens, Some(by.to_string()));
         }
         changes.removed.push(Removed { entry: e, cause });

@@ -2,15 +2,20 @@
 //! instead of rewriting the whole conversation, and restores it as snapshot + deltas.
 //!
 //! A delta carries the held entries' ids in order, the entries and `why` answers created or
-//! changed after the mark, the keys whose answers were forgotten, and the small scalar state
-//! (counters, totals, cycle...) whole. It names the revision it follows and the one it leads to,
-//! so deltas cannot be applied out of order or twice, and the digest of the whole state it leads
-//! to: applying it must reproduce that state exactly, or it is refused and nothing changes.
+//! changed after the mark (version 2: as packed records, see `record`), the keys whose answers
+//! were forgotten, and the small scalar state (counters, totals, cycle...) whole. It names the
+//! revision it follows and the one it leads to, so deltas cannot be applied out of order or
+//! twice, and the digest of the whole state it leads to: applying it must reproduce that state
+//! exactly, or it is refused and nothing changes. Version-1 deltas (full answers, the digest of
+//! the whole version-1 form) are still read.
 
 use serde::{Deserialize, Serialize};
 
+use super::fields::Bytes;
 use super::ledger::{Counters, Totals, Why};
-use super::persist::{decode, open, refused, seal, state_digest, KIND_DELTA};
+use super::persist::{decode, open, refused, seal, state_digest, KIND_DELTA, VERSION_1};
+use super::record::{self, Reader, Rec};
+use super::whys::cause_label;
 use super::{Entry, Pending, Window};
 use crate::engine::cache::CacheProfile;
 use crate::error::{CtxError, CtxResult};
@@ -31,15 +36,15 @@ struct Scalars {
     cache: Option<CacheProfile>,
 }
 
-/// A delta as written (borrowing from the window) and as read (owned): the same fields in the
-/// same order, so both have one MessagePack shape.
+/// A delta as written (borrowing from the window) and as read: the same fields in the same
+/// order, so both have one postcard shape.
 #[derive(Serialize)]
 struct DeltaOut<'a> {
     base: u64,
     revision: u64,
     order: Vec<u64>,
     entries: Vec<&'a Entry>,
-    whys: Vec<&'a Why>,
+    whys: Bytes<'a>,
     forgotten: Vec<&'a str>,
     scalars: Scalars,
     metas: Option<&'a str>,
@@ -47,7 +52,22 @@ struct DeltaOut<'a> {
 }
 
 #[derive(Deserialize)]
-struct DeltaIn {
+struct DeltaIn<'a> {
+    base: u64,
+    revision: u64,
+    order: Vec<u64>,
+    entries: Vec<Entry>,
+    #[serde(borrow)]
+    whys: Bytes<'a>,
+    forgotten: Vec<String>,
+    scalars: Scalars,
+    metas: Option<String>,
+    state: u128,
+}
+
+/// A version-1 delta: the answers whole.
+#[derive(Deserialize)]
+struct DeltaInV1 {
     base: u64,
     revision: u64,
     order: Vec<u64>,
@@ -57,6 +77,18 @@ struct DeltaIn {
     scalars: Scalars,
     metas: Option<String>,
     state: u128,
+}
+
+/// A delta of either version, its answers as stored records.
+struct Incoming {
+    base: u64,
+    revision: u64,
+    order: Vec<u64>,
+    entries: Vec<Entry>,
+    whys: Vec<(String, Rec)>,
+    forgotten: Vec<String>,
+    scalars: Scalars,
+    metas: Option<String>,
 }
 
 /// What applying a delta changed, for the bindings to mirror on their objects.
@@ -93,13 +125,19 @@ impl Window {
     /// with `metas` (JSON text of the changed entries' `meta` objects) carried along.
     pub fn delta_since(&self, mark: u64, metas: Option<&str>) -> CtxResult<Vec<u8>> {
         let entries = self.entries_changed_since(mark)?;
-        let whys: Vec<&Why> =
-            self.journal.whys.iter().filter(|(_, &r)| r > mark).filter_map(|(k, _)| self.why.get(k)).collect();
+        let mut keys: Vec<&str> = self.journal.whys.iter().filter(|(_, &r)| r > mark).map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        let mut whys = Vec::with_capacity(keys.len() * 24);
+        for k in keys {
+            if let Some(r) = self.why.get(k) {
+                record::encode(&mut whys, k, r);
+            }
+        }
         let forgotten: Vec<&str> = self
             .journal
             .forgotten
             .iter()
-            .filter(|(k, &r)| r > mark && !self.why.contains_key(k.as_str()))
+            .filter(|(k, &r)| r > mark && !self.why.contains(k.as_str()))
             .map(|(k, _)| k.as_str())
             .collect();
         let kept_now = self.last_kept.len() == self.entries.len()
@@ -116,17 +154,17 @@ impl Window {
             why_horizon: self.why_horizon,
             cache: self.cache.clone(),
         };
-        let hint = entries.iter().map(|e| e.seg.text.len() + 64).sum::<usize>() + whys.len() * 64 + self.entries.len() * 4;
+        let hint = entries.iter().map(|e| e.seg.text.len() + 64).sum::<usize>() + whys.len() + self.entries.len() * 4;
         let out = DeltaOut {
             base: mark,
             revision: self.revision,
             order: self.entries.iter().map(|e| e.id).collect(),
             entries,
-            whys,
+            whys: Bytes(&whys),
             forgotten,
             scalars,
             metas,
-            state: state_digest(self)?,
+            state: self.state_digest_v2()?,
         };
         seal(KIND_DELTA, &out, hint)
     }
@@ -139,19 +177,22 @@ impl Window {
     }
 
     /// Deltas applied in order. The state is validated and its digest checked once, at the
-    /// end: a delta misapplied on the way would leave a final state that does not hash as the
-    /// writer's, so checking each step would cost a restore a full pass per delta for nothing.
+    /// end, against the last delta's promise (in that delta's version): a delta misapplied on
+    /// the way would leave a final state that does not hash as the writer's.
     pub fn with_deltas(mut self, deltas: &[&[u8]]) -> CtxResult<(Self, Vec<Applied>)> {
         let mut out = Vec::with_capacity(deltas.len());
         let mut promised = None;
         for bytes in deltas {
-            let d: DeltaIn = decode(open(KIND_DELTA, bytes)?)?;
-            promised = Some(d.state);
+            let (version, body) = open(KIND_DELTA, bytes)?;
+            let (d, state) = if version == VERSION_1 { self.read_v1(body)? } else { read_v2(body)? };
+            promised = Some((version, state));
             out.push(self.apply_one(d)?);
         }
-        if let Some(state) = promised {
+        if let Some((version, state)) = promised {
             self.validate()?;
-            if state_digest(&self)? != state {
+            self.cache_digests();
+            let now = if version == VERSION_1 { state_digest(&self)? } else { self.state_digest_v2()? };
+            if now != state {
                 return Err(refused("applying the deltas does not give the state they were written from"));
             }
         }
@@ -162,8 +203,37 @@ impl Window {
         Ok((self, out))
     }
 
+    /// A version-1 delta's answers as records (rung names this window's policy gives dropped).
+    fn read_v1(&self, body: &[u8]) -> CtxResult<(Incoming, u128)> {
+        let d: DeltaInV1 = decode(body)?;
+        let names = self.why.names();
+        let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+        let whys = d
+            .whys
+            .into_iter()
+            .map(|w| {
+                let derived = w.cause.map(|c| cause_label(names, c));
+                let rung = if derived.is_some() && derived == w.rung.as_deref() { None } else { w.rung.map(String::into_boxed_str) };
+                let rec = Rec {
+                    status: w.status,
+                    layer: w.layer,
+                    cause: w.cause,
+                    cycle: w.cycle,
+                    tokens_before: n(w.tokens_before),
+                    tokens_after: n(w.tokens_after),
+                    admissions: w.admissions,
+                    provenance: w.provenance.map(String::into_boxed_str),
+                    rung,
+                };
+                (w.key, rec)
+            })
+            .collect();
+        let inc = Incoming { base: d.base, revision: d.revision, order: d.order, entries: d.entries, whys, forgotten: d.forgotten, scalars: d.scalars, metas: d.metas };
+        Ok((inc, d.state))
+    }
+
     /// One delta's changes, unchecked (see `with_deltas`); never panics on any input.
-    fn apply_one(&mut self, d: DeltaIn) -> CtxResult<Applied> {
+    fn apply_one(&mut self, d: Incoming) -> CtxResult<Applied> {
         if d.base != self.revision {
             return Err(refused(format!(
                 "this delta follows revision {}, and the window is at revision {} (deltas apply in order, once)",
@@ -184,15 +254,15 @@ impl Window {
             entries.push(e);
         }
         self.entries = entries;
-        self.held_keys = self.entries.iter().filter_map(|e| e.seg.key.clone().map(|k| (k, e.id))).collect();
+        self.held_keys = self.entries.iter().filter_map(|e| e.seg.key.as_deref().map(|k| (Box::from(k), e.id))).collect();
         // What the delta brought counts as changed at its revision (the journal keeps its floor).
         for &id in &upserted {
             self.journal.entries.insert(id, d.revision);
         }
-        for w in d.whys {
-            self.journal.forgotten.remove(&w.key);
-            self.journal.whys.insert(w.key.clone(), d.revision);
-            self.why.insert(w.key.clone(), w);
+        for (k, w) in d.whys {
+            self.journal.forgotten.remove(&k);
+            self.journal.whys.insert(k.clone(), d.revision);
+            self.why.put(&k, w);
         }
         for k in d.forgotten {
             self.why.remove(&k);
@@ -213,4 +283,18 @@ impl Window {
         self.revision = d.revision;
         Ok(Applied { upserted, metas: d.metas })
     }
+}
+
+/// A version-2 delta, its packed answers checked and read.
+fn read_v2(body: &[u8]) -> CtxResult<(Incoming, u128)> {
+    let d: DeltaIn<'_> = decode(body)?;
+    record::scan(d.whys.0).ok_or_else(|| refused("the delta's why answers are not well formed"))?;
+    let mut whys = Vec::new();
+    let mut r = Reader { bytes: d.whys.0, at: 0 };
+    while r.at < d.whys.0.len() {
+        let (k, rec) = r.next_record().ok_or_else(|| refused("the delta's why answers are not well formed"))?;
+        whys.push((k.to_string(), rec.to_rec()));
+    }
+    let inc = Incoming { base: d.base, revision: d.revision, order: d.order, entries: d.entries, whys, forgotten: d.forgotten, scalars: d.scalars, metas: d.metas };
+    Ok((inc, d.state))
 }

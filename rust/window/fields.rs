@@ -8,9 +8,9 @@ use crate::engine::{policy_format, Policy};
 
 /// Maps are written in key order, so the same window always saves to the same bytes (and the
 /// same integrity digest), whatever order its hash maps hold their keys in.
-pub(super) fn sorted<S: serde::Serializer, V: Serialize>(map: &HashMap<String, V>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn sorted<S: serde::Serializer, K: Serialize + Ord, V: Serialize, H>(map: &HashMap<K, V, H>, s: S) -> Result<S::Ok, S::Error> {
     // A sorted list of references, not a BTreeMap: no node allocations on the parking path.
-    let mut ordered: Vec<(&String, &V)> = map.iter().collect();
+    let mut ordered: Vec<(&K, &V)> = map.iter().collect();
     ordered.sort_unstable_by(|a, b| a.0.cmp(b.0));
     s.collect_map(ordered)
 }
@@ -41,3 +41,89 @@ pub(super) mod policy_serde {
     }
 }
 
+
+/// The ledger as a map of key -> full answer (the key repeated inside, the rung's name spelled
+/// out): the readable form (`to_json`) and the binary format version 1, both still read. A
+/// state read this way keeps every stored rung name until `Ledger::settle` drops the derivable.
+pub(super) mod ledger_map {
+    use serde::de::{MapAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserializer, Serializer};
+
+    use super::super::ledger::Why;
+    use super::super::record::Rec;
+    use super::super::whys::Ledger;
+
+    pub fn serialize<S: Serializer>(l: &Ledger, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(l.len()))?;
+        for (k, r) in l.iter() {
+            m.serialize_entry(k, &l.answer(k, r))?;
+        }
+        m.end()
+    }
+
+    struct V;
+
+    impl<'de> Visitor<'de> for V {
+        type Value = Ledger;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of key -> why answer")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ledger, A::Error> {
+            let mut l = Ledger::default();
+            while let Some((k, w)) = map.next_entry::<String, Why>()? {
+                if w.key != k {
+                    return Err(serde::de::Error::custom(format!("the ledger files the answer for {:?} under {k:?}", w.key)));
+                }
+                if l.contains(&k) {
+                    return Err(serde::de::Error::custom(format!("the ledger has two answers for {k:?}")));
+                }
+                let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+                let rec = Rec {
+                    status: w.status,
+                    layer: w.layer,
+                    cause: w.cause,
+                    cycle: w.cycle,
+                    tokens_before: n(w.tokens_before),
+                    tokens_after: n(w.tokens_after),
+                    admissions: w.admissions,
+                    provenance: w.provenance.map(String::into_boxed_str),
+                    rung: w.rung.map(String::into_boxed_str),
+                };
+                l.put(&k, rec);
+            }
+            Ok(l)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Ledger, D::Error> {
+        d.deserialize_map(V)
+    }
+}
+
+/// Bytes written as one byte string (postcard: a length and the bytes), read borrowed.
+pub(super) struct Bytes<'a>(pub &'a [u8]);
+
+impl Serialize for Bytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Bytes<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Bytes<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_borrowed_bytes<E: serde::de::Error>(self, v: &'de [u8]) -> Result<Bytes<'de>, E> {
+                Ok(Bytes(v))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}

@@ -6,9 +6,12 @@
 //! change, so a delta also carries the digest of the whole state it leads to, and applying it
 //! refuses any result that does not hash the same (see `delta`).
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use super::Window;
+use crate::engine::SegmentData;
 
 /// Not saved: a restored window starts a fresh journal at the revision it was saved at.
 #[derive(Clone, Debug, Default)]
@@ -21,12 +24,18 @@ pub(super) struct Journal {
     pub(super) whys: FxHashMap<String, u64>,
     /// Keys whose answers were forgotten (why_horizon), with the revision they went at.
     pub(super) forgotten: FxHashMap<String, u64>,
+    /// The policy's digest (it never changes), for the state digest.
+    pub(super) policy_digest: Option<u128>,
+    /// Held entry id -> its segment and that segment's digest: the state digest rehashes a
+    /// segment only when the entry holds a new one (the `Arc` keeps the old one from being
+    /// mistaken for it).
+    pub(super) segs: FxHashMap<u64, (Arc<SegmentData>, u128)>,
 }
 
 impl Journal {
     /// A journal that starts at `revision`: nothing before it is known.
-    pub(super) fn starting_at(revision: u64) -> Self {
-        Self { floor: revision, ..Self::default() }
+    pub(super) fn starting_at(revision: u64, policy_digest: u128) -> Self {
+        Self { floor: revision, policy_digest: Some(policy_digest), ..Self::default() }
     }
 }
 

@@ -5,9 +5,11 @@
 //!
 //! Files by job: this one holds the state, admission and persistence; `apply` runs a fit and
 //! maps its outcome onto the entries; `edit` holds the caller's levers (discard, mark_stale,
-//! rewrite, digest); `ledger` the counters, totals and `why` answers; `changes` what operations
-//! hand back; `fields` how maps and the policy are written; `persist` the binary snapshot,
-//! `journal` the revision and what changed when, `delta` the deltas built from it.
+//! rewrite, digest); `ledger` the counters, totals and `why` answers; `whys` where the answers
+//! are kept (packed records sorted by key, see `record`); `changes` what operations hand back;
+//! `fields` how maps, the policy and the readable ledger are written; `persist` the binary
+//! frame, `persist_v2` the current snapshot body and the state digest, `journal` the revision
+//! and what changed when, `delta` the deltas built from it.
 
 mod apply;
 mod changes;
@@ -17,9 +19,11 @@ mod fields;
 mod journal;
 pub mod ledger;
 pub mod persist;
+mod persist_v2;
+mod record;
 mod validate;
+pub mod whys;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +35,8 @@ pub use changes::{Admit, Changes, Removed, Rewrite, WindowFit};
 use changes::Pending;
 use journal::Journal;
 use ledger::{Cause, Counters, Status, Totals, Why};
+use record::{wide, Rec, RecView};
+use whys::{rung_names, Ledger};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -41,7 +47,8 @@ pub struct Entry {
     pub version: u32,
     pub admitted_cycle: u64,
     /// For surrogates: (source key, who made it).
-    pub provenance: Option<(Option<String>, String)>,
+    /// Boxed: most entries have none, and a restored window holds one `Entry` per segment.
+    pub provenance: Option<Box<(Option<String>, String)>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -55,12 +62,13 @@ pub struct Window {
     entries: Vec<Entry>,
     next_id: u64,
     #[serde(serialize_with = "fields::sorted")]
-    held_keys: HashMap<String, u64>,
+    held_keys: rustc_hash::FxHashMap<Box<str>, u64>,
     cycle: u64,
     fresh_unrecoverable: bool,
     pending: Vec<Pending>,
-    #[serde(serialize_with = "fields::sorted")]
-    why: HashMap<String, Why>,
+    /// Every key's answer, packed (see `whys`); written as a map of full answers in JSON.
+    #[serde(with = "fields::ledger_map")]
+    why: Ledger,
     counters: Counters,
     totals: Totals,
     last_kept: Vec<(u64, u32)>,
@@ -105,6 +113,7 @@ impl Window {
                 return Err(CtxError::invalid(format!("low_watermark must be in (0, 1], got {w}")));
             }
         }
+        let why = Ledger::new(rung_names(&policy));
         Ok(Self {
             limit,
             reserve,
@@ -113,11 +122,11 @@ impl Window {
             low_watermark,
             entries: Vec::new(),
             next_id: 1,
-            held_keys: HashMap::new(),
+            held_keys: Default::default(),
             cycle: 0,
             fresh_unrecoverable: false,
             pending: Vec::new(),
-            why: HashMap::new(),
+            why,
             counters: Counters::default(),
             totals: Totals::default(),
             last_kept: Vec::new(),
@@ -126,6 +135,10 @@ impl Window {
             cache: None,
             revision: 0,
             journal: Journal::default(),
+        })
+        .map(|mut w: Window| {
+            w.journal.policy_digest = Some(xxhash_rust::xxh3::xxh3_128(persist_v2::policy_text(&w.policy).as_bytes()));
+            w
         })
     }
 
@@ -180,8 +193,8 @@ impl Window {
         self.held_keys.contains_key(key)
     }
 
-    pub fn why(&self, key: &str) -> CtxResult<&Why> {
-        self.why.get(key).ok_or_else(|| {
+    pub fn why(&self, key: &str) -> CtxResult<Why> {
+        self.why.get(key).map(|r| self.why.answer(key, r)).ok_or_else(|| {
             let forgotten = match self.why_horizon {
                 Some(h) => format!(" (or left it more than why_horizon={h} cycles ago)"),
                 None => String::new(),
@@ -206,59 +219,52 @@ impl Window {
     pub(super) fn forget_old_whys(&mut self) {
         let Some(h) = self.why_horizon else { return };
         let now = self.cycle;
-        let mut gone = Vec::new();
-        self.why.retain(|k, w| {
-            let keep = matches!(w.status, Status::Held | Status::Truncated) || now.saturating_sub(w.cycle) <= h;
-            if !keep {
-                gone.push(k.clone());
-            }
-            keep
-        });
+        let gone: Vec<String> = self
+            .why
+            .iter()
+            .filter(|(_, w)| !matches!(w.status, Status::Held | Status::Truncated) && now.saturating_sub(w.cycle) > h)
+            .map(|(k, _)| k.to_string())
+            .collect();
         for k in gone {
+            self.why.remove(&k);
             self.stamp_forgotten(k);
         }
     }
 
-    pub fn whys(&self) -> impl Iterator<Item = &Why> {
-        self.why.values()
+    /// Every answer, in key order.
+    pub fn whys(&self) -> impl Iterator<Item = Why> + '_ {
+        self.why.iter().map(|(k, r)| self.why.answer(k, r))
+    }
+
+    /// How many keys have an answer.
+    pub fn why_count(&self) -> usize {
+        self.why.len()
     }
 
     pub(super) fn new_entry(&mut self, seg: Arc<SegmentData>, tokens: usize, provenance: Option<(Option<String>, String)>) -> Entry {
         let id = self.next_id;
         self.next_id = self.next_id.saturating_add(1);
         self.stamp_entry(id);
-        Entry { id, seg, tokens, version: 0, admitted_cycle: self.cycle, provenance }
+        Entry { id, seg, tokens, version: 0, admitted_cycle: self.cycle, provenance: provenance.map(Box::new) }
     }
 
     pub(super) fn position(&self, id: u64) -> Option<usize> {
         self.entries.iter().position(|e| e.id == id)
     }
 
-    /// What `why()` shows as the rung: the rung's name, or the lever the caller pulled.
-    fn cause_label(&self, cause: Cause) -> String {
-        match cause {
-            Cause::Rung(r) | Cause::Digest(r) => self.policy.rungs.get(r).map(|x| x.name.clone()).unwrap_or_default(),
-            Cause::Discard => "discard".into(),
-            Cause::Rewrite => "rewrite".into(),
-            Cause::DigestCall => "digest".into(),
-        }
-    }
-
+    /// Records what happened to `key` (an answer it already has); the rung's name is derived
+    /// from `cause` when asked for.
     pub(super) fn set_why(&mut self, key: &str, status: Status, cause: Option<Cause>, before: usize, after: usize, provenance: Option<String>) {
-        let cycle = self.cycle;
-        let rung = cause.map(|c| self.cause_label(c));
-        if self.why.contains_key(key) {
-            self.stamp_why(key);
-        }
-        if let Some(w) = self.why.get_mut(key) {
-            w.status = status;
-            w.cycle = cycle;
-            w.rung = rung;
-            w.cause = cause;
-            w.tokens_before = before;
-            w.tokens_after = after;
-            w.provenance = provenance;
-        }
+        let Some(mut w) = self.why.get(key).map(RecView::to_rec) else { return };
+        self.stamp_why(key);
+        w.status = status;
+        w.cycle = self.cycle;
+        w.rung = None;
+        w.cause = cause;
+        w.tokens_before = wide(before);
+        w.tokens_after = wide(after);
+        w.provenance = provenance.map(String::into_boxed_str);
+        self.why.put(key, w);
     }
 
     /// Whether segments of these counts can all be admitted without passing a limit.
@@ -287,7 +293,7 @@ impl Window {
     /// Admits a counted segment; a key already held (in any layer) is refused. A count over the
     /// limits, or one that would take what is held past `MAX_TOTAL`, is an error and changes nothing.
     pub fn admit(&mut self, seg: Arc<SegmentData>, tokens: usize) -> CtxResult<Admit> {
-        if seg.key.as_ref().is_some_and(|k| self.held_keys.contains_key(k)) {
+        if seg.key.as_deref().is_some_and(|k| self.held_keys.contains_key(k)) {
             return Ok(self.admit_checked(seg, tokens));
         }
         self.can_admit(&[tokens])?;
@@ -299,7 +305,7 @@ impl Window {
     pub fn admit_checked(&mut self, seg: Arc<SegmentData>, tokens: usize) -> Admit {
         self.touch();
         if let Some(k) = &seg.key {
-            if self.held_keys.contains_key(k) {
+            if self.held_keys.contains_key(k.as_str()) {
                 self.counters.refused_duplicates = self.counters.refused_duplicates.saturating_add(1);
                 return Admit::Duplicate;
             }
@@ -316,8 +322,9 @@ impl Window {
                 let key = e.seg.key.clone();
                 demoted = Some(e.clone());
                 if let Some(k) = key {
-                    if let Some(w) = self.why.get_mut(&k) {
+                    if let Some(mut w) = self.why.get(&k).map(RecView::to_rec) {
                         w.layer = Layer::Conversation;
+                        self.why.put(&k, w);
                         self.stamp_why(&k);
                     }
                 }
@@ -332,21 +339,20 @@ impl Window {
         let entry = self.new_entry(seg, tokens, None);
         let id = entry.id;
         if let Some(k) = &entry.seg.key {
-            self.held_keys.insert(k.clone(), id);
-            let admissions = self.why.get(k).map_or(0, |w| w.admissions) + 1;
-            let why = Why {
-                key: k.clone(),
+            self.held_keys.insert(Box::from(k.as_str()), id);
+            let admissions = self.why.get(k).map_or(0, |w| w.admissions).saturating_add(1);
+            let why = Rec {
                 status: Status::Held,
-                cycle: self.cycle,
-                rung: None,
-                cause: None,
-                tokens_before: tokens,
-                tokens_after: tokens,
-                provenance: None,
                 layer: entry.seg.layer,
+                cause: None,
+                cycle: self.cycle,
+                tokens_before: wide(tokens),
+                tokens_after: wide(tokens),
                 admissions,
+                provenance: None,
+                rung: None,
             };
-            self.why.insert(k.clone(), why);
+            self.why.put(k, why);
             self.stamp_why(k);
         }
         self.counters.admitted = self.counters.admitted.saturating_add(1);
@@ -361,10 +367,8 @@ impl Window {
 
     /// A saved state, refused unless it is one a window could have reached (see `validate`).
     pub fn from_json(bytes: &[u8]) -> CtxResult<Self> {
-        let mut w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
-        w.validate()?;
-        w.journal = Journal::starting_at(w.revision);
-        Ok(w)
+        let w: Window = serde_json::from_slice(bytes).map_err(|e| CtxError::State(format!("not a saved ContextWindow: {e}")))?;
+        w.loaded()
     }
 }
 
@@ -372,3 +376,5 @@ impl Window {
 mod tests;
 #[cfg(test)]
 mod tests_persist;
+#[cfg(test)]
+mod tests_whys;

@@ -1,8 +1,12 @@
 //! A window's state in binary: a snapshot (the whole state) or a delta (what changed since a
 //! revision, see `delta`). Both are framed the same way:
 //!
-//! `CTXW` · kind (`S` snapshot, `D` delta) · format version (1) · postcard body · xxh3-128 of
+//! `CTXW` · kind (`S` snapshot, `D` delta) · format version · postcard body · xxh3-128 of
 //! everything before it (16 bytes, little-endian).
+//!
+//! Version 2 (written now, see `persist_v2`) packs the `why` ledger; version 1 (the window's
+//! derived serde layout, the ledger as a map of full answers) is still read, snapshots and
+//! deltas alike, so states parked before an upgrade resume after it.
 //!
 //! postcard (serde, varints, no field names or type markers), written in one pass straight into
 //! the output buffer, because parking a conversation is on the serving path: the JSON form
@@ -14,14 +18,15 @@
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
-use super::journal::Journal;
 use super::Window;
 use crate::error::{CtxError, CtxResult};
 
 pub const MAGIC: &[u8; 4] = b"CTXW";
 pub const KIND_SNAPSHOT: u8 = b'S';
 pub const KIND_DELTA: u8 = b'D';
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+/// The first binary version, still read.
+pub const VERSION_1: u8 = 1;
 const HEADER: usize = 6;
 const DIGEST: usize = 16;
 
@@ -35,7 +40,7 @@ pub struct Extras {
 
 /// `Extras` as the binary form carries it: the tokenizer's payload as JSON text.
 #[derive(Serialize, Deserialize)]
-struct ExtrasOut {
+pub(super) struct ExtrasOut {
     metas: Option<String>,
     tokenizer: Option<(String, String)>,
 }
@@ -75,8 +80,8 @@ pub(super) fn seal<T: Serialize>(kind: u8, body: &T, size_hint: usize) -> CtxRes
     Ok(out)
 }
 
-/// The body of a frame of `kind`, once its header and digest check out.
-pub(super) fn open(kind: u8, bytes: &[u8]) -> CtxResult<&[u8]> {
+/// The format version and body of a frame of `kind`, once its header and digest check out.
+pub(super) fn open(kind: u8, bytes: &[u8]) -> CtxResult<(u8, &[u8])> {
     let what = if kind == KIND_SNAPSHOT { "snapshot" } else { "delta" };
     if bytes.len() < HEADER + DIGEST || !bytes.starts_with(MAGIC) {
         return Err(refused(format!("too short or not a ctxfast binary {what}")));
@@ -85,8 +90,9 @@ pub(super) fn open(kind: u8, bytes: &[u8]) -> CtxResult<&[u8]> {
         let other = if bytes[4] == KIND_SNAPSHOT { "a snapshot" } else if bytes[4] == KIND_DELTA { "a delta" } else { "of an unknown kind" };
         return Err(refused(format!("expected a {what}, got bytes that are {other}")));
     }
-    if bytes[5] != VERSION {
-        return Err(refused(format!("format version {} is not one this ctxfast reads (it reads {VERSION})", bytes[5])));
+    let version = bytes[5];
+    if version != VERSION && version != VERSION_1 {
+        return Err(refused(format!("format version {version} is not one this ctxfast reads (it reads {VERSION_1} and {VERSION})")));
     }
     let (framed, digest) = bytes.split_at(bytes.len() - DIGEST);
     let mut want = [0u8; DIGEST];
@@ -94,7 +100,7 @@ pub(super) fn open(kind: u8, bytes: &[u8]) -> CtxResult<&[u8]> {
     if xxh3_128(framed) != u128::from_le_bytes(want) {
         return Err(refused("its integrity check failed (the bytes were changed or cut after they were saved)"));
     }
-    Ok(&framed[HEADER..])
+    Ok((version, &framed[HEADER..]))
 }
 
 /// Reads a body; every byte must belong to it. postcard's types nest only as deep as the Rust
@@ -114,17 +120,20 @@ struct Hashing {
     buf: Vec<u8>,
 }
 
-const HASH_BUF: usize = 8192;
+const HASH_BUF: usize = 256;
 
 impl postcard::ser_flavors::Flavor for Hashing {
     type Output = u128;
 
     fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        if self.buf.len() + data.len() > HASH_BUF {
+        // A text goes to the hasher as it is (after what was gathered before it); only the
+        // small writes are gathered.
+        let direct = data.len() >= HASH_BUF / 4;
+        if direct || self.buf.len() + data.len() > HASH_BUF {
             self.hasher.update(&self.buf);
             self.buf.clear();
         }
-        if data.len() >= HASH_BUF {
+        if direct {
             self.hasher.update(data);
         } else {
             self.buf.extend_from_slice(data);
@@ -142,25 +151,35 @@ impl postcard::ser_flavors::Flavor for Hashing {
     }
 }
 
-/// The digest of the whole core state: what a delta promises the window it leads to hashes to.
-pub(super) fn state_digest(w: &Window) -> CtxResult<u128> {
+/// The xxh3-128 of `value`'s postcard form, without writing that form out.
+pub(super) fn hash_of<T: Serialize + ?Sized>(value: &T) -> CtxResult<u128> {
     let out = Hashing { hasher: Xxh3::new(), buf: Vec::with_capacity(HASH_BUF) };
-    postcard::serialize_with_flavor(w, out).map_err(|e| CtxError::State(format!("cannot hash window: {e}")))
+    postcard::serialize_with_flavor(value, out).map_err(|e| CtxError::State(format!("cannot hash window: {e}")))
+}
+
+/// The version-1 digest of the whole core state (the hash of its whole version-1 form): what
+/// a version-1 delta promises the window it leads to hashes to.
+pub(super) fn state_digest(w: &Window) -> CtxResult<u128> {
+    hash_of(w)
 }
 
 impl Window {
     /// The whole state as a binary snapshot.
     pub fn to_snapshot(&self, extras: &Extras) -> CtxResult<Vec<u8>> {
-        let hint = self.entries.iter().map(|e| e.seg.text.len() + 64).sum::<usize>() + self.why.len() * 64;
-        seal(KIND_SNAPSHOT, &(self, ExtrasOut::of(extras)), hint)
+        let packed = self.why.packed();
+        let hint = self.entries.iter().map(|e| e.seg.text.len() + 64).sum::<usize>() + packed.len() + 1024;
+        seal(KIND_SNAPSHOT, &(self.body_v2(&packed), ExtrasOut::of(extras)), hint)
     }
 
     /// A snapshot back, refused unless it is intact and a state a window could have reached.
     pub fn from_snapshot(bytes: &[u8]) -> CtxResult<(Self, Extras)> {
-        let (mut w, extras): (Window, ExtrasOut) = decode(open(KIND_SNAPSHOT, bytes)?)?;
-        let extras = extras.back()?;
-        w.validate()?;
-        w.journal = Journal::starting_at(w.revision);
-        Ok((w, extras))
+        let (w, extras) = match open(KIND_SNAPSHOT, bytes)? {
+            (VERSION_1, body) => decode::<(Window, ExtrasOut)>(body)?,
+            (_, body) => {
+                let (b, extras): (super::persist_v2::BodyIn<'_>, ExtrasOut) = decode(body)?;
+                (Window::from_body_v2(b)?, extras)
+            }
+        };
+        Ok((w.loaded()?, extras.back()?))
     }
 }

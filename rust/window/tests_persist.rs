@@ -200,4 +200,26 @@ fn park_probe() {
     let (back, _) = Window::from_snapshot(&snap).unwrap();
     time("validate", &mut || drop(back.validate()));
     time("clone", &mut || drop(back.clone()));
+    time("state_digest_v2", &mut || drop(back.state_digest_v2()));
+    time("ledger iter", &mut || {
+        std::hint::black_box(back.why.iter().count());
+    });
+    let keys: Vec<String> = back.why.iter().map(|(k, _)| k.to_string()).collect();
+    time("ledger get all", &mut || {
+        std::hint::black_box(keys.iter().filter(|k| back.why.get(k).is_some()).count());
+    });
+    time("ledger packed", &mut || drop(back.why.packed()));
+    let packed = back.why.packed().into_owned();
+    time("scan", &mut || drop(record::scan(&packed)));
+    let ptext = persist_v2::policy_text(&back.policy);
+    time("policy text", &mut || drop(persist_v2::policy_text(&back.policy)));
+    time("policy parse", &mut || drop(crate::engine::policy_format::from_value(&serde_json::from_str(&ptext).unwrap())));
+    time("hash 500 small", &mut || {
+        std::hint::black_box((0..500u32).fold(0u128, |a, i| a ^ record::hash(&i.to_le_bytes())));
+    });
+    time("seg validate", &mut || {
+        std::hint::black_box(back.entries.iter().all(|e| e.seg.validate().is_ok()));
+    });
+    let body = crate::window::persist::open(persist::KIND_SNAPSHOT, &snap).unwrap().1;
+    time("decode only", &mut || drop(persist::decode::<(persist_v2::BodyIn<'_>, persist::ExtrasOut)>(body)));
 }

@@ -4,7 +4,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::ledger::Status;
+use super::record::says_held;
 use super::{Window, ID_LIMIT, LIFETIME_MAX};
 use crate::engine::{Budget, Layer};
 use crate::error::{CtxError, CtxResult};
@@ -37,9 +37,6 @@ impl Window {
         if inflow > u128::from(LIFETIME_MAX) || [t.evicted_recoverable, t.evicted_dispensable, t.rewritten_away, t.truncated_away].iter().any(|&n| n > LIFETIME_MAX) {
             return Err(broken("a ledger total is out of range"));
         }
-        if let Some((k, w)) = self.why.iter().find(|(k, w)| &w.key != *k) {
-            return Err(broken(format!("the ledger files the answer for {:?} under {k:?}", w.key)));
-        }
         let mut ids = HashSet::with_capacity_and_hasher(self.entries.len(), Default::default());
         let mut keys: HashMap<&str, u64> = HashMap::with_capacity_and_hasher(self.entries.len(), Default::default());
         let mut current_turns = 0;
@@ -61,20 +58,23 @@ impl Window {
                 if keys.insert(k.as_str(), e.id).is_some() {
                     return Err(broken(format!("{}: key {k:?} is held twice", at())));
                 }
-                match self.why.get(k) {
-                    Some(w) if matches!(w.status, Status::Held | Status::Truncated) => {}
-                    _ => return Err(broken(format!("{}: key {k:?} is held but its ledger says otherwise", at()))),
+                if !self.why.get(k).is_some_and(|w| says_held(w.status)) {
+                    return Err(broken(format!("{}: key {k:?} is held but its ledger says otherwise", at())));
                 }
             }
         }
         if current_turns > 1 {
             return Err(broken(format!("{current_turns} current turns are held; a window holds one")));
         }
-        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(k.as_str()) != Some(id)) {
+        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(&**k) != Some(id)) {
             return Err(broken("held_keys does not match the held entries"));
         }
-        if let Some((k, _)) = self.why.iter().find(|(k, w)| matches!(w.status, Status::Held | Status::Truncated) && !keys.contains_key(k.as_str())) {
-            return Err(broken(format!("the ledger says {k:?} is held, but no entry holds it")));
+        // Each held key's answer says held (above); as many answers say so as keys are held
+        // (keys are unique on both sides), so no answer says held of a key no entry holds. The
+        // ledger keeps that count, so this reads no answer it does not have to.
+        if self.why.held_count() != keys.len() {
+            let k = self.why.iter().find(|(k, w)| says_held(w.status) && !keys.contains_key(k)).map(|(k, _)| k.to_string());
+            return Err(broken(format!("the ledger says {:?} is held, but no entry holds it", k.unwrap_or_default())));
         }
         let held = checked_total(self.entries.iter().map(|e| e.tokens), "what the window holds").map_err(broken)?;
         if !self.totals.balances(held as u64) {

@@ -62,17 +62,17 @@ impl Why {
     }
 }
 
-impl From<&CoreWhy> for Why {
-    fn from(w: &CoreWhy) -> Self {
+impl From<CoreWhy> for Why {
+    fn from(w: CoreWhy) -> Self {
         Why {
-            key: w.key.clone(),
+            key: w.key,
             status: w.status.name(),
             cycle: w.cycle,
-            rung: w.rung.clone(),
+            rung: w.rung,
             cause: w.cause.map(|c| c.name()),
             tokens_before: w.tokens_before,
             tokens_after: w.tokens_after,
-            provenance: w.provenance.clone(),
+            provenance: w.provenance,
             layer: w.layer.into(),
             admissions: w.admissions,
         }

@@ -173,9 +173,8 @@ impl ContextWindow {
     /// The current answer for every key ever admitted, sorted by key.
     fn ledger_entries(&self, py: Python<'_>) -> PyResult<Vec<Why>> {
         let st = lock(py, &self.state)?;
-        let mut all: Vec<Why> = st.core.whys().map(Why::from).collect();
-        all.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(all)
+        // `whys()` gives them in key order already.
+        Ok(st.core.whys().map(Why::from).collect())
     }
 
     /// The window's counters and token totals (a snapshot).

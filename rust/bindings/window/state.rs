@@ -117,7 +117,7 @@ impl ContextWindow {
     pub(super) fn object_for(&self, py: Python<'_>, e: &Entry, meta: Option<Py<PyAny>>) -> PyResult<Py<Segment>> {
         let mut meta = meta;
         if meta.is_none() {
-            if let Some((source, by)) = &e.provenance {
+            if let Some((source, by)) = e.provenance.as_deref() {
                 let d = PyDict::new(py);
                 d.set_item("lossy", true)?;
                 d.set_item("source_key", source.as_deref())?;

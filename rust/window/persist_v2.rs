@@ -1,0 +1,200 @@
+//! Binary format version 2: the snapshot body and the state digest deltas promise.
+//!
+//! Version 2 differs from 1 in what a restore must rebuild: the `why` ledger travels as its
+//! packed records (`record`), read with one copy and one scan, and `held_keys` is not written
+//! (it is the held entries' keys). The state digest is no longer a hash of the whole serialised
+//! state (~100 µs at turn 60) but of its parts, each kept current as it changes: the ledger's
+//! XOR of record digests, one digest per held segment (cached while the segment is unchanged)
+//! and the policy's, with the small fields hashed whole. Any difference in any part still
+//! changes it, so a delta applied to the wrong window, out of order or with a change missed
+//! still fails the check.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_128;
+
+use super::changes::Pending;
+use super::fields::Bytes;
+use super::ledger::{Counters, Totals};
+use super::persist::{hash_of, refused};
+use super::journal::Journal;
+use super::whys::{rung_names, Ledger};
+use super::{Entry, Window};
+use crate::engine::cache::CacheProfile;
+use crate::engine::{policy_format, Policy, SegmentData};
+use crate::error::CtxResult;
+
+/// The policy as the binary form carries it: its document as JSON text.
+pub(super) fn policy_text(p: &Policy) -> String {
+    policy_format::to_value(None, p).to_string()
+}
+
+#[derive(Serialize)]
+pub(super) struct BodyOut<'a> {
+    limit: usize,
+    reserve: usize,
+    policy: String,
+    policy_name: &'a Option<String>,
+    low_watermark: Option<f64>,
+    entries: &'a [Entry],
+    next_id: u64,
+    cycle: u64,
+    fresh_unrecoverable: bool,
+    pending: &'a [Pending],
+    why: Bytes<'a>,
+    counters: &'a Counters,
+    totals: &'a Totals,
+    last_kept: &'a [(u64, u32)],
+    stable_prefix_tokens: usize,
+    why_horizon: Option<u64>,
+    cache: &'a Option<CacheProfile>,
+    revision: u64,
+}
+
+#[derive(Deserialize)]
+pub(super) struct BodyIn<'a> {
+    limit: usize,
+    reserve: usize,
+    policy: &'a str,
+    policy_name: Option<String>,
+    low_watermark: Option<f64>,
+    entries: Vec<Entry>,
+    next_id: u64,
+    cycle: u64,
+    fresh_unrecoverable: bool,
+    pending: Vec<Pending>,
+    #[serde(borrow)]
+    why: Bytes<'a>,
+    counters: Counters,
+    totals: Totals,
+    last_kept: Vec<(u64, u32)>,
+    stable_prefix_tokens: usize,
+    why_horizon: Option<u64>,
+    cache: Option<CacheProfile>,
+    revision: u64,
+}
+
+impl Window {
+    /// The version-2 body of this window (`packed` is its ledger's packed records).
+    pub(super) fn body_v2<'a>(&'a self, packed: &'a [u8]) -> BodyOut<'a> {
+        BodyOut {
+            limit: self.limit,
+            reserve: self.reserve,
+            policy: policy_text(&self.policy),
+            policy_name: &self.policy_name,
+            low_watermark: self.low_watermark,
+            entries: &self.entries,
+            next_id: self.next_id,
+            cycle: self.cycle,
+            fresh_unrecoverable: self.fresh_unrecoverable,
+            pending: &self.pending,
+            why: Bytes(packed),
+            counters: &self.counters,
+            totals: &self.totals,
+            last_kept: &self.last_kept,
+            stable_prefix_tokens: self.stable_prefix_tokens,
+            why_horizon: self.why_horizon,
+            cache: &self.cache,
+            revision: self.revision,
+        }
+    }
+
+    /// A window from a version-2 body, not yet validated (see `Window::loaded`).
+    pub(super) fn from_body_v2(b: BodyIn<'_>) -> CtxResult<Self> {
+        let doc: serde_json::Value = serde_json::from_str(b.policy).map_err(|e| refused(format!("its policy: {e}")))?;
+        let (_, policy) = policy_format::from_value(&doc).map_err(|e| refused(format!("its policy: {e}")))?;
+        let names = rung_names(&policy);
+        let why = Ledger::from_packed(b.why.0.to_vec(), names).ok_or_else(|| refused("its why ledger is not well formed"))?;
+        let held_keys = b.entries.iter().filter_map(|e| e.seg.key.as_deref().map(|k| (Box::from(k), e.id))).collect();
+        let mut w = Window {
+            limit: b.limit,
+            reserve: b.reserve,
+            policy,
+            policy_name: b.policy_name,
+            low_watermark: b.low_watermark,
+            entries: b.entries,
+            next_id: b.next_id,
+            held_keys,
+            cycle: b.cycle,
+            fresh_unrecoverable: b.fresh_unrecoverable,
+            pending: b.pending,
+            why,
+            counters: b.counters,
+            totals: b.totals,
+            last_kept: b.last_kept,
+            stable_prefix_tokens: b.stable_prefix_tokens,
+            why_horizon: b.why_horizon,
+            cache: b.cache,
+            revision: b.revision,
+            journal: Default::default(),
+        };
+        // The writer hashed this very text: the digest of the policy costs nothing here.
+        w.journal.policy_digest = Some(xxh3_128(b.policy.as_bytes()));
+        Ok(w)
+    }
+
+    /// A window just read: rung names the policy gives are no longer stored, the state is
+    /// validated, and a journal starts at its revision.
+    pub(super) fn loaded(mut self) -> CtxResult<Self> {
+        if self.why.names().is_empty() {
+            self.why.settle(rung_names(&self.policy));
+        }
+        self.validate()?;
+        let policy = match self.journal.policy_digest {
+            Some(d) => d,
+            None => xxh3_128(policy_text(&self.policy).as_bytes()),
+        };
+        self.journal = Journal::starting_at(self.revision, policy);
+        Ok(self)
+    }
+
+    /// One held segment's digest: cached while the entry still holds the same segment.
+    fn seg_digest(&self, id: u64, seg: &Arc<SegmentData>) -> CtxResult<u128> {
+        match self.journal.segs.get(&id) {
+            Some((s, d)) if Arc::ptr_eq(s, seg) => Ok(*d),
+            _ => hash_of(seg.as_ref()),
+        }
+    }
+
+    /// Caches the held segments' digests (after a fit or a restore), dropping those of entries
+    /// that left, so the next `delta_since` hashes only what changed.
+    pub(super) fn cache_digests(&mut self) {
+        let mut segs = std::mem::take(&mut self.journal.segs);
+        for e in &self.entries {
+            if !segs.get(&e.id).is_some_and(|(s, _)| Arc::ptr_eq(s, &e.seg)) {
+                // A segment that cannot be hashed (never: it serialises) is hashed when asked.
+                match hash_of(e.seg.as_ref()) {
+                    Ok(d) => segs.insert(e.id, (e.seg.clone(), d)),
+                    Err(_) => segs.remove(&e.id),
+                };
+            }
+        }
+        if segs.len() > self.entries.len() {
+            let held: rustc_hash::FxHashSet<u64> = self.entries.iter().map(|e| e.id).collect();
+            segs.retain(|id, _| held.contains(id));
+        }
+        self.journal.segs = segs;
+    }
+
+    /// The digest of the whole state, from its parts (see the module's comment).
+    pub(super) fn state_digest_v2(&self) -> CtxResult<u128> {
+        let policy = match self.journal.policy_digest {
+            Some(d) => d,
+            None => xxh3_128(policy_text(&self.policy).as_bytes()),
+        };
+        let mut entries = Vec::with_capacity(self.entries.len());
+        for e in &self.entries {
+            entries.push((e.id, self.seg_digest(e.id, &e.seg)?, e.tokens, e.version, e.admitted_cycle, &e.provenance));
+        }
+        let parts = (
+            (self.limit, self.reserve, policy, &self.policy_name, self.low_watermark),
+            entries,
+            (self.next_id, self.cycle, self.fresh_unrecoverable, &self.pending),
+            (self.why.len(), self.why.digest()),
+            (&self.counters, &self.totals, &self.last_kept, self.stable_prefix_tokens),
+            (self.why_horizon, &self.cache, self.revision),
+        );
+        hash_of(&parts)
+    }
+}
