@@ -172,20 +172,35 @@ impl Memo {
     }
 }
 
-/// `word(piece, k)` for `piece` = `s[start..]`'s first bytes, as one load of `s` where `s` has
-/// the eight bytes (the usual case: a piece is rarely within eight bytes of the text's end).
+/// `word(piece, k)` for `piece` = `s[start..]`'s first bytes, as one load of `s`: of the eight
+/// bytes from the word's start where the text has them (the usual case), else of the text's
+/// last eight, shifted down (a piece at the end of a text of 8 bytes or more).
 #[inline(always)]
 fn word_in(s: &[u8], start: usize, piece: &[u8], k: usize) -> u64 {
     let lo = k * 8;
     let keep = piece.len().saturating_sub(lo).min(8);
+    if keep == 0 {
+        return 0;
+    }
     let from = start.saturating_add(lo);
-    match s.get(from..from.saturating_add(8)) {
-        Some(w) if keep > 0 => {
-            let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-            // keep is 1..=8, so the shift is 0..=56.
-            w & (u64::MAX >> (64 - 8 * keep as u32))
-        }
+    // keep is 1..=8, so the mask's shift is 0..=56.
+    let mask = u64::MAX >> (64 - 8 * keep as u32);
+    if let Some(w) = s.get(from..from.saturating_add(8)) {
+        return load(w) & mask;
+    }
+    let tail = s.len().saturating_sub(8);
+    match s.get(tail..) {
+        // The word's bytes are the last `s.len() - from` (< 8) of these.
+        Some(w) if w.len() == 8 && from >= tail => (load(w) >> (8 * (from - tail) as u32)) & mask,
         _ => word(piece, k),
+    }
+}
+
+#[inline(always)]
+fn load(w: &[u8]) -> u64 {
+    match w.first_chunk::<8>() {
+        Some(b) => u64::from_le_bytes(*b),
+        None => 0,
     }
 }
 
