@@ -7,8 +7,9 @@ newlines (``\\u00a0``, ``\\u3000``, ``\\u2028``, ``\\x85``), punctuation, emoji 
 selectors, any code point, and slices of the agreement corpora. Each string is also counted
 after the previous one, so the per-thread piece cache is exercised while it fills and evicts.
 
-``python benches/differential.py`` runs 10⁶ strings per encoding (minutes); ``--quick`` (what
-``test_bench_differential.py`` runs) 20,000; ``--n N`` any number; ``--seed S`` another draw.
+``python benches/differential.py`` runs 10⁶ strings per encoding (minutes); ``--quick`` 20,000;
+``--n N`` any number; ``--seed S`` another draw. CI runs ``test_bench_differential.py`` (5,000 a
+encoding).
 The result line names the strings compared and the mismatches (any mismatch is printed, with
 its seed and index, and the exit status is 1).
 """
@@ -86,6 +87,11 @@ def compare(encoding: str, n: int, seed: int, corpus: str) -> tuple[int, list[st
             if got != want or count != len(want):
                 bad.append(f"{encoding} seed {seed} string {done + i}: {text!r}: ids {got[:20]} count {count}, "
                            f"tiktoken {want[:20]} ({len(want)})")
+        # The batch as one text: pieces meet across the strings' seams.
+        joined = "".join(texts)
+        want_n = len(enc.encode_ordinary(joined))
+        if tok.count(joined, cache=False) != want_n:
+            bad.append(f"{encoding} seed {seed} batch ending at string {done + len(texts)}: count differs ({want_n})")
 
     for text in strings(n, seed, corpus):
         batch.append(text)
