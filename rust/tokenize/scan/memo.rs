@@ -10,13 +10,14 @@
 //!   xxh3-128 digest, as the per-text count cache keys texts.
 //!
 //! Both are two-way and start small: a table doubles (keeping what it holds) each time it has
-//! taken in half its size of new pieces, up to a fixed ceiling (64 Ki slots each: 1 MiB short,
-//! 2 MiB long). Why: a thread counting one kind of text keeps a few thousand pieces, and a table
-//! sized to them stays in the nearer caches (a first load into a 1 MiB table was a third of a
-//! count); a thread seeing Japanese or Chinese text, whose long runs are each a piece, gets room
-//! for tens of thousands of them (at 16 Ki long slots, half of a CJK text's pieces were evicted
-//! before they came back, and each miss is a BPE of ~30 bytes). Bounded whatever the traffic: at
-//! the ceiling a new piece replaces the older of its pair.
+//! taken in a quarter of its size of new pieces, or its pairs overflow, up to a fixed ceiling
+//! (64 Ki short slots, 1 MiB; 128 Ki long ones, 4 MiB). Why: a thread counting one kind of text
+//! keeps a few thousand pieces, and a table sized to them stays in the nearer caches (a first
+//! load into a 1 MiB table was a third of a count); a thread seeing Japanese or Chinese text,
+//! whose long runs are each a piece, gets room for tens of thousands of them (at 16 Ki long
+//! slots, many of a CJK text's pieces were evicted before they came back, and each miss is a
+//! BPE of ~30 bytes). Bounded whatever the traffic: at the ceiling a new piece replaces the older
+//! of its pair.
 
 use std::cell::RefCell;
 
@@ -45,13 +46,15 @@ struct Ways<const N: usize> {
     max_bits: u32,
     /// Pieces stored since the table last grew.
     fills: usize,
+    /// Of those, the ones that pushed a piece out.
+    evictions: usize,
 }
 
 const EMPTY_TAG: u32 = 0;
 
 impl<const N: usize> Ways<N> {
     fn new(bits: u32, max_bits: u32) -> Self {
-        Ways { slots: empty(bits), bits, max_bits, fills: 0 }
+        Ways { slots: empty(bits), bits, max_bits, fills: 0, evictions: 0 }
     }
 
     /// A key may sit in either slot of its pair; a new one goes first and the first moves
@@ -67,10 +70,14 @@ impl<const N: usize> Ways<N> {
         }
         let n = count(piece);
         if let Ok(stored) = u32::try_from(n) {
+            self.evictions += usize::from(pair[1].tag != EMPTY_TAG);
             pair[1] = pair[0];
             pair[0] = Slot { key, tag, count: stored };
             self.fills += 1;
-            if self.fills > self.slots.len() / 2 && self.bits < self.max_bits {
+            // Grow when a quarter of the table is new since it last grew, or sooner when pairs
+            // overflow (pieces that keep meeting in one pair would otherwise push each other out
+            // on every text).
+            if (self.fills > self.slots.len() / 4 || self.evictions > self.slots.len() / 64) && self.bits < self.max_bits {
                 self.grow();
             }
         }
@@ -95,6 +102,7 @@ impl<const N: usize> Ways<N> {
         self.slots = slots;
         self.bits = bits;
         self.fills = 0;
+        self.evictions = 0;
     }
 
     #[cfg(test)]
@@ -145,7 +153,7 @@ pub fn forget(pattern: Pattern) {
 
 impl Memo {
     fn new() -> Self {
-        Memo { short: Ways::new(12, 16), long: Ways::new(10, 16) }
+        Memo { short: Ways::new(12, 16), long: Ways::new(10, 17) }
     }
 
     /// The count of `piece`, from the cache or from `count` (then remembered).
@@ -283,7 +291,7 @@ mod tests {
         for p in &longs {
             assert_eq!(memo.count(p.as_bytes(), |p| p.len()), 40);
         }
-        assert_eq!(memo.long.len(), 1 << 16);
+        assert_eq!(memo.long.len(), 1 << 17);
         // Every answer stays exact at the ceiling, hit or miss.
         for p in pieces.iter().step_by(97) {
             assert_eq!(memo.count(p.as_bytes(), |p| p.len() + 1), p.len() + 1);
