@@ -12,6 +12,12 @@ JSON (seeded records), CJK (Wagahai wa neko de aru) and chat (an agent session's
   (a new string of a familiar kind, what a server sees). Each sample prefixes a unique line, so
   no contender can reuse a previous call's work by identity or prefix.
 
+Single thread means each contender's own work on one thread: fastokens 0.3 spreads the BPE of a
+long text over worker threads of its own unless ``FASTOKENS_BPE_THREADS=1``, which this script
+sets (measured: with the default, its process CPU time ran ~2× its calling thread's, and on this
+2-core machine its wall time swung with the neighbour's load). ctxfast and tiktoken use the
+calling thread alone.
+
 Every count is checked against tiktoken's `encode_ordinary` first. Figures are MB/s of UTF-8,
 medians of the samples, contenders interleaved sample by sample (the machine is shared).
 ``python benches/count_throughput.py`` prints the table (``--quick``: one sample, what CI runs).
@@ -19,6 +25,7 @@ medians of the samples, contenders interleaved sample by sample (the machine is 
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -33,6 +40,9 @@ from corpora import helpers  # noqa: E402
 import ctxfast  # noqa: E402
 
 helpers.use_tiktoken_cache()  # tiktoken reads the rank files in the repository, offline
+
+# Read by fastokens when it first encodes: set before any instance exists (the caller's value wins).
+os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
 KINDS = ["prose", "code", "json", "cjk", "chat"]

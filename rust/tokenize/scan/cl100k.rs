@@ -7,12 +7,16 @@
 //! 4. ` ?[^\s\p{L}\p{N}]+[\r\n]*`
 //! 5. `\s*[\r\n]+`, 6. `\s+(?!\S)`, 7. `\s+`  (`text::spaces`)
 
+use super::ascii;
 use super::classes::{LETTER, NEWLINE, NUMBER};
 use super::text::{at, contraction, digits, lead, run, spaces, symbol, Ch};
 
 /// The end of the piece that starts at `i` (< `s.len()`).
 #[inline]
 pub fn piece_end(s: &[u8], i: usize) -> usize {
+    if let Some(end) = ascii::cl100k(s, i) {
+        return end;
+    }
     let Some(c0) = at(s, i) else { return i };
     if let Some(end) = contraction(s, i) {
         return end;

@@ -3,15 +3,21 @@
 //! a hash of a word or three and one compare, where the BPE costs a walk of its automaton.
 //!
 //! One cache per thread and encoding (`thread_local!`): no lock, no atomics, and a hit is exact.
-//! Two tables, so the common case touches little memory (its first load was a third of a count's
-//! time when every piece had a 32-byte slot):
+//! Two tables, so the common case touches little memory:
 //! - pieces of up to 8 bytes (most of them: words with their space, punctuation, digits), stored
-//!   whole in 16-byte slots, 64 Ki of them (1 MiB);
-//! - longer ones in 32-byte slots, 16 Ki of them (512 KiB): up to 24 bytes stored whole, beyond
-//!   that by length and xxh3-128 digest, as the per-text count cache keys texts.
+//!   whole in 16-byte slots;
+//! - longer ones in 32-byte slots: up to 24 bytes stored whole, beyond that by length and
+//!   xxh3-128 digest, as the per-text count cache keys texts.
 //!
-//! Both are two-way and fixed in size, so the cache is bounded whatever the traffic: a new piece
-//! replaces the older of its pair.
+//! Both are two-way and start small: a table doubles (keeping what it holds) each time it has
+//! taken in a quarter of its size of new pieces, or its pairs overflow, up to a fixed ceiling
+//! (64 Ki short slots, 1 MiB; 128 Ki long ones, 4 MiB). Why: a thread counting one kind of text
+//! keeps a few thousand pieces, and a table sized to them stays in the nearer caches (a first
+//! load into a 1 MiB table was a third of a count); a thread seeing Japanese or Chinese text,
+//! whose long runs are each a piece, gets room for tens of thousands of them (at 16 Ki long
+//! slots, many of a CJK text's pieces were evicted before they came back, and each miss is a
+//! BPE of ~30 bytes). Bounded whatever the traffic: at the ceiling a new piece replaces the older
+//! of its pair.
 
 use std::cell::RefCell;
 
@@ -33,15 +39,22 @@ struct Slot<const N: usize> {
     count: u32,
 }
 
-/// A two-way set-associative table of `1 << bits` slots.
+/// A two-way set-associative table of `1 << bits` slots, growing to `1 << max_bits`.
 struct Ways<const N: usize> {
     slots: Box<[Slot<N>]>,
     bits: u32,
+    max_bits: u32,
+    /// Pieces stored since the table last grew.
+    fills: usize,
+    /// Of those, the ones that pushed a piece out.
+    evictions: usize,
 }
 
+const EMPTY_TAG: u32 = 0;
+
 impl<const N: usize> Ways<N> {
-    fn new(bits: u32) -> Self {
-        Ways { slots: vec![Slot { key: [0; N], tag: 0, count: 0 }; 1 << bits].into_boxed_slice(), bits }
+    fn new(bits: u32, max_bits: u32) -> Self {
+        Ways { slots: empty(bits), bits, max_bits, fills: 0, evictions: 0 }
     }
 
     /// A key may sit in either slot of its pair; a new one goes first and the first moves
@@ -57,11 +70,71 @@ impl<const N: usize> Ways<N> {
         }
         let n = count(piece);
         if let Ok(stored) = u32::try_from(n) {
+            self.evictions += usize::from(pair[1].tag != EMPTY_TAG);
             pair[1] = pair[0];
             pair[0] = Slot { key, tag, count: stored };
+            self.fills += 1;
+            // Grow when a quarter of the table is new since it last grew, or sooner when pairs
+            // overflow (pieces that keep meeting in one pair would otherwise push each other out
+            // on every text).
+            if (self.fills > self.slots.len() / 4 || self.evictions > self.slots.len() / 64) && self.bits < self.max_bits {
+                self.grow();
+            }
         }
         n
     }
+
+    /// Starts loading the pair of `key` into the cache, without waiting for it.
+    #[inline(always)]
+    fn prefetch(&self, key: &[u64; N], tag: u32) {
+        if let Some(slot) = self.slots.get(index(key, tag, self.bits) & !1) {
+            touch(slot);
+        }
+    }
+
+    /// Doubles the table, rehashing what it holds (a pair that overflows keeps its newer two).
+    #[cold]
+    fn grow(&mut self) {
+        let bits = self.bits + 1;
+        let mut slots = empty::<N>(bits);
+        // Older slots first, so a newer one lands in front of an older one of the same pair.
+        for pair in self.slots.chunks_exact(2) {
+            for slot in pair.iter().rev().filter(|s| s.tag != EMPTY_TAG) {
+                let at = index(&slot.key, slot.tag, bits) & !1;
+                if let Some(new) = slots.get_mut(at..at + 2) {
+                    new[1] = new[0];
+                    new[0] = *slot;
+                }
+            }
+        }
+        self.slots = slots;
+        self.bits = bits;
+        self.fills = 0;
+        self.evictions = 0;
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// A prefetch of `slot`'s cache line.
+#[inline(always)]
+fn touch<T>(slot: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it never faults and changes nothing the program can see, and
+    // the address is that of a live slot of ours. (Why at all: a count of cached pieces waited
+    // mostly on its slots' first loads; issued a batch ahead, those loads overlap.)
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((slot as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = slot;
+}
+
+fn empty<const N: usize>(bits: u32) -> Box<[Slot<N>]> {
+    vec![Slot { key: [0; N], tag: EMPTY_TAG, count: 0 }; 1 << bits].into_boxed_slice()
 }
 
 pub struct Memo {
@@ -102,22 +175,75 @@ pub fn forget(pattern: Pattern) {
 
 impl Memo {
     fn new() -> Self {
-        Memo { short: Ways::new(16), long: Ways::new(14) }
+        Memo { short: Ways::new(12, 16), long: Ways::new(10, 17) }
     }
 
     /// The count of `piece`, from the cache or from `count` (then remembered).
-    #[inline]
+    #[cfg(test)]
     pub fn count(&mut self, piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
+        self.count_in(piece, 0, piece.len(), count)
+    }
+
+    /// Starts loading the slots the piece `s[start..end]` would be found in (pieces of up to 24
+    /// bytes; a longer one's digest is not worth computing twice).
+    #[inline(always)]
+    pub fn prefetch(&self, s: &[u8], start: usize, end: usize) {
+        let Some(piece) = s.get(start..end) else { return };
         if piece.len() <= 8 {
-            return self.short.count([word(piece, 0)], piece.len() as u32 + 1, piece, count);
+            self.short.prefetch(&[word_in(s, start, piece, 0)], piece.len() as u32 + 1);
+        } else if piece.len() <= INLINE {
+            let key = [word_in(s, start, piece, 0), word_in(s, start, piece, 1), word_in(s, start, piece, 2)];
+            self.long.prefetch(&key, piece.len() as u32 + 1);
+        }
+    }
+
+    /// The count of the piece `s[start..end]`. Taking the whole text lets a key be read as whole
+    /// words where the text goes on past the piece, masked to its length.
+    #[inline]
+    pub fn count_in(&mut self, s: &[u8], start: usize, end: usize, count: impl FnOnce(&[u8]) -> usize) -> usize {
+        let Some(piece) = s.get(start..end) else { return 0 };
+        if piece.len() <= 8 {
+            return self.short.count([word_in(s, start, piece, 0)], piece.len() as u32 + 1, piece, count);
         }
         if piece.len() <= INLINE {
-            let key = [word(piece, 0), word(piece, 1), word(piece, 2)];
+            let key = [word_in(s, start, piece, 0), word_in(s, start, piece, 1), word_in(s, start, piece, 2)];
             return self.long.count(key, piece.len() as u32 + 1, piece, count);
         }
         let h = xxh3_128(piece);
         let key = [h as u64, (h >> 64) as u64, piece.len() as u64];
         self.long.count(key, LONG | (piece.len() as u32 & !LONG), piece, count)
+    }
+}
+
+/// `word(piece, k)` for `piece` = `s[start..]`'s first bytes, as one load of `s`: of the eight
+/// bytes from the word's start where the text has them (the usual case), else of the text's
+/// last eight, shifted down (a piece at the end of a text of 8 bytes or more).
+#[inline(always)]
+fn word_in(s: &[u8], start: usize, piece: &[u8], k: usize) -> u64 {
+    let lo = k * 8;
+    let keep = piece.len().saturating_sub(lo).min(8);
+    if keep == 0 {
+        return 0;
+    }
+    let from = start.saturating_add(lo);
+    // keep is 1..=8, so the mask's shift is 0..=56.
+    let mask = u64::MAX >> (64 - 8 * keep as u32);
+    if let Some(w) = s.get(from..from.saturating_add(8)) {
+        return load(w) & mask;
+    }
+    let tail = s.len().saturating_sub(8);
+    match s.get(tail..) {
+        // The word's bytes are the last `s.len() - from` (< 8) of these.
+        Some(w) if w.len() == 8 && from >= tail => (load(w) >> (8 * (from - tail) as u32)) & mask,
+        _ => word(piece, k),
+    }
+}
+
+#[inline(always)]
+fn load(w: &[u8]) -> u64 {
+    match w.first_chunk::<8>() {
+        Some(b) => u64::from_le_bytes(*b),
+        None => 0,
     }
 }
 
@@ -166,6 +292,45 @@ mod tests {
         assert_eq!(memo.count(b"abcdefgh2", |_| 2), 2);
         assert_eq!(memo.count(b"ab\0", |_| 3), 3);
         assert_eq!(memo.count(b"ab", |_| 99), 2);
+    }
+
+    #[test]
+    fn a_key_read_from_the_text_is_the_key_of_the_piece_alone() {
+        // The same piece, once at the end of a text (read byte by byte) and once with text after
+        // it (read as whole words, masked): the second is a hit on the first.
+        let mut memo = Memo::new();
+        for piece in ["a", "abcdefg", "abcdefgh", "abcdefghi", "x".repeat(23).as_str(), "y".repeat(24).as_str(), "z".repeat(40).as_str()] {
+            assert_eq!(memo.count(piece.as_bytes(), |p| p.len()), piece.len());
+            let text = format!("{piece}{}", "\u{0}".repeat(30) + "tail");
+            assert_eq!(memo.count_in(text.as_bytes(), 0, piece.len(), |_| 999), piece.len(), "{piece:?}");
+            let text = format!("__{piece}__________________________");
+            assert_eq!(memo.count_in(text.as_bytes(), 2, 2 + piece.len(), |_| 999), piece.len(), "{piece:?}");
+        }
+    }
+
+    #[test]
+    fn the_tables_grow_to_their_ceiling_and_keep_what_they_hold() {
+        let mut memo = Memo::new();
+        let (short0, long0) = (memo.short.len(), memo.long.len());
+        let pieces: Vec<String> = (0..300_000u32).map(|i| format!("{i:x}")).collect();
+        for p in &pieces {
+            assert_eq!(memo.count(p.as_bytes(), |p| p.len() + 1), p.len() + 1);
+        }
+        assert!(memo.short.len() > short0 && memo.short.len() == 1 << 16, "{}", memo.short.len());
+        assert_eq!(memo.long.len(), long0, "no long piece yet");
+        // What was stored just before the last growth is still there (a hit, not a recount).
+        let recent = &pieces[pieces.len() - 100..];
+        let misses = recent.iter().filter(|p| memo.count(p.as_bytes(), |_| 0) == 0).count();
+        assert!(misses < 10, "{misses} of 100 recent pieces lost");
+        let longs: Vec<String> = (0..200_000u32).map(|i| format!("{i:040}")).collect();
+        for p in &longs {
+            assert_eq!(memo.count(p.as_bytes(), |p| p.len()), 40);
+        }
+        assert_eq!(memo.long.len(), 1 << 17);
+        // Every answer stays exact at the ceiling, hit or miss.
+        for p in pieces.iter().step_by(97) {
+            assert_eq!(memo.count(p.as_bytes(), |p| p.len() + 1), p.len() + 1);
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! Why: the regex was over half of a count (README, "Counting"), and most of that is the
 //! per-match dispatch of a general engine, entered once per piece.
 
+mod ascii;
 mod cl100k;
 mod classes;
 mod memo;
@@ -23,10 +24,61 @@ pub enum Pattern {
 /// The exact count of `text`: the BPE count of each piece (`bpe_count`), through this thread's
 /// piece cache.
 pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
-    memo::with(pattern, |memo| match memo {
-        Some(memo) => pieces(pattern, text).fold(0usize, |n, p| n.saturating_add(memo.count(p.as_bytes(), &bpe_count))),
-        None => pieces(pattern, text).fold(0usize, |n, p| n.saturating_add(bpe_count(p.as_bytes()))),
+    // One loop per pattern, so each scanner is inlined into its own.
+    match pattern {
+        Pattern::O200k => count_with(text.as_bytes(), pattern, o200k::piece_end, bpe_count),
+        Pattern::Cl100k => count_with(text.as_bytes(), pattern, cl100k::piece_end, bpe_count),
+    }
+}
+
+/// Pieces looked up at a time: scanned first, their cache slots prefetched, then counted, so
+/// the slots' loads from memory overlap instead of each waiting for the last.
+const BATCH: usize = 16;
+
+#[inline(always)]
+fn count_with(s: &[u8], pattern: Pattern, piece_end: impl Fn(&[u8], usize) -> usize, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
+    memo::with(pattern, |memo| {
+        let mut n = 0usize;
+        let mut at = 0;
+        let Some(memo) = memo else {
+            while at < s.len() {
+                let end = next_end(s, at, &piece_end);
+                n = n.saturating_add(bpe_count(s.get(at..end).unwrap_or(&[])));
+                at = end;
+            }
+            return n;
+        };
+        let mut ends = [0usize; BATCH];
+        while at < s.len() {
+            let mut k = 0;
+            let mut p = at;
+            while p < s.len() {
+                let Some(slot) = ends.get_mut(k) else { break };
+                let end = next_end(s, p, &piece_end);
+                memo.prefetch(s, p, end);
+                *slot = end;
+                p = end;
+                k += 1;
+            }
+            for &end in ends.get(..k).unwrap_or(&[]) {
+                n = n.saturating_add(memo.count_in(s, at, end, &bpe_count));
+                at = end;
+            }
+        }
+        n
     })
+}
+
+/// The end of the piece at `at` (< `s.len()`). Every alternative consumes at least one
+/// character; a scanner that did not would loop, so take one character rather than trust it.
+#[inline(always)]
+fn next_end(s: &[u8], at: usize, piece_end: impl Fn(&[u8], usize) -> usize) -> usize {
+    let end = piece_end(s, at);
+    if end > at && end <= s.len() {
+        end
+    } else {
+        at + text::at(s, at).map_or(1, |c| c.len)
+    }
 }
 
 /// Drops this thread's piece cache for `pattern`: the next count starts cold.
@@ -55,12 +107,9 @@ impl<'a> Iterator for Pieces<'a> {
             return None;
         }
         let end = match self.pattern {
-            Pattern::O200k => o200k::piece_end(s, self.at),
-            Pattern::Cl100k => cl100k::piece_end(s, self.at),
+            Pattern::O200k => next_end(s, self.at, o200k::piece_end),
+            Pattern::Cl100k => next_end(s, self.at, cl100k::piece_end),
         };
-        // Every alternative consumes at least one character; a scanner that did not would loop,
-        // so take one character rather than trust it.
-        let end = if end > self.at { end } else { self.at + text::at(s, self.at).map_or(1, |c| c.len) };
         let piece = self.text.get(self.at..end)?;
         self.at = end;
         Some(piece)

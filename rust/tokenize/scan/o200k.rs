@@ -11,7 +11,8 @@
 //! Marks (`\p{M}`) are in U and W and also in the optional lead class, which is why the lead is
 //! tried with and without, as the regex backtracks.
 
-use super::classes::{LETTER, LOWER, NEWLINE, NUMBER, UPPER};
+use super::ascii;
+use super::classes::{LOWER, NEWLINE, NUMBER, UPPER};
 use super::text::{at, contraction, digits, lead, run, spaces, symbol, Ch};
 
 #[inline(always)]
@@ -55,38 +56,14 @@ fn upper_run(s: &[u8], i: usize) -> Option<usize> {
     (k > i).then(|| run(s, k, lower))
 }
 
-/// The fast path for a word in ASCII (most of English, code and JSON): `[A-Z]*[a-z]+` or
-/// `[A-Z]+`, after an optional ASCII lead. In ASCII, U and W do not overlap, so the regex's
-/// backtracking cannot change the answer, which is then known as soon as the word ends on an
-/// ASCII byte. None sends everything else (a non-ASCII neighbour, no word) the general way.
-#[inline(always)]
-fn ascii_word(s: &[u8], i: usize, c0: Ch) -> Option<usize> {
-    let from = if c0.c < 0x80 && c0.flags & LETTER != 0 {
-        i
-    } else if c0.c < 0x80 && lead(c0) && s.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
-        i + 1
-    } else {
-        return None;
-    };
-    let mut j = from;
-    while s.get(j).is_some_and(u8::is_ascii_uppercase) {
-        j += 1;
-    }
-    while s.get(j).is_some_and(u8::is_ascii_lowercase) {
-        j += 1;
-    }
-    // A byte past ASCII may be a letter or a mark that continues the word.
-    (s.get(j).is_none_or(|&b| b < 0x80)).then_some(j)
-}
-
 /// The end of the piece that starts at `i` (< `s.len()`).
 #[inline]
 pub fn piece_end(s: &[u8], i: usize) -> usize {
+    if let Some(end) = ascii::o200k(s, i) {
+        return end;
+    }
     let Some(c0) = at(s, i) else { return i };
     let with_contraction = |end: usize| contraction(s, end).unwrap_or(end);
-    if let Some(end) = ascii_word(s, i, c0) {
-        return with_contraction(end);
-    }
     let after_lead = lead(c0).then_some(i + c0.len);
     for word in [after_lead, Some(i)].into_iter().flatten() {
         if let Some(end) = upper_then_lower(s, word) {
