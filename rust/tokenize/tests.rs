@@ -85,8 +85,10 @@ fn pathological_inputs_are_linear() {
         let n = tok.count_uncached(text).unwrap();
         let secs = start.elapsed().as_secs_f64();
         assert!(n > 0);
-        // Generous for a debug build; the release bound (0.1 s) is checked by the benchmarks.
-        assert!(secs < 5.0, "{:?}.. took {secs}s", &text[..8]);
+        // Generous for a debug build on a shared 2-core machine (the megabyte of random letters, one
+        // piece, took 5.3 s in a debug build while the Python suite ran beside it): a quadratic
+        // piece would take hours. The release bound (0.1 s) is checked by the benchmarks.
+        assert!(secs < 20.0, "{:?}.. took {secs}s", &text[..8]);
     }
 }
 

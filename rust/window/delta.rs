@@ -207,25 +207,13 @@ impl Window {
     fn read_v1(&self, body: &[u8]) -> CtxResult<(Incoming, u128)> {
         let d: DeltaInV1 = decode(body)?;
         let names = self.why.names();
-        let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
         let whys = d
             .whys
             .into_iter()
-            .map(|w| {
+            .map(|mut w| {
                 let derived = w.cause.map(|c| cause_label(names, c));
-                let rung = if derived.is_some() && derived == w.rung.as_deref() { None } else { w.rung.map(String::into_boxed_str) };
-                let rec = Rec {
-                    status: w.status,
-                    layer: w.layer,
-                    cause: w.cause,
-                    cycle: w.cycle,
-                    tokens_before: n(w.tokens_before),
-                    tokens_after: n(w.tokens_after),
-                    admissions: w.admissions,
-                    provenance: w.provenance.map(String::into_boxed_str),
-                    rung,
-                };
-                (w.key, rec)
+                let rung = if derived.is_some() && derived == w.rung.as_deref() { None } else { w.rung.take() };
+                Rec::from_why(w, rung)
             })
             .collect();
         let inc = Incoming { base: d.base, revision: d.revision, order: d.order, entries: d.entries, whys, forgotten: d.forgotten, scalars: d.scalars, metas: d.metas };

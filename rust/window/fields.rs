@@ -73,25 +73,15 @@ pub(super) mod ledger_map {
 
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ledger, A::Error> {
             let mut l = Ledger::default();
-            while let Some((k, w)) = map.next_entry::<String, Why>()? {
+            while let Some((k, mut w)) = map.next_entry::<String, Why>()? {
                 if w.key != k {
                     return Err(serde::de::Error::custom(format!("the ledger files the answer for {:?} under {k:?}", w.key)));
                 }
                 if l.contains(&k) {
                     return Err(serde::de::Error::custom(format!("the ledger has two answers for {k:?}")));
                 }
-                let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
-                let rec = Rec {
-                    status: w.status,
-                    layer: w.layer,
-                    cause: w.cause,
-                    cycle: w.cycle,
-                    tokens_before: n(w.tokens_before),
-                    tokens_after: n(w.tokens_after),
-                    admissions: w.admissions,
-                    provenance: w.provenance.map(String::into_boxed_str),
-                    rung: w.rung.map(String::into_boxed_str),
-                };
+                let rung = w.rung.take();
+                let (_, rec) = Rec::from_why(w, rung);
                 l.put(&k, rec);
             }
             Ok(l)

@@ -11,7 +11,7 @@
 //! The same bytes are what a snapshot carries, so restoring the ledger is one copy and one
 //! checking scan (`scan`), with no allocation per answer.
 
-use super::ledger::{Cause, Status};
+use super::ledger::{Cause, Status, Why};
 use crate::engine::Layer;
 
 /// A stored answer, owned (the ledger's overlay of recent changes holds these).
@@ -27,6 +27,26 @@ pub struct Rec {
     pub provenance: Option<Box<str>>,
     /// The rung's name when it is not the one `cause` and the policy give (old states only).
     pub rung: Option<Box<str>>,
+}
+
+impl Rec {
+    /// An answer read in the old, owned form (`Why`), with the rung name to store beside it:
+    /// None when the cause and the policy give it. Returns the answer's key and the record.
+    pub fn from_why(w: Why, rung: Option<String>) -> (String, Rec) {
+        let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+        let rec = Rec {
+            status: w.status,
+            layer: w.layer,
+            cause: w.cause,
+            cycle: w.cycle,
+            tokens_before: n(w.tokens_before),
+            tokens_after: n(w.tokens_after),
+            admissions: w.admissions,
+            provenance: w.provenance.map(String::into_boxed_str),
+            rung: rung.map(String::into_boxed_str),
+        };
+        (w.key, rec)
+    }
 }
 
 /// A stored answer, borrowed from the packed bytes or from a `Rec`.
