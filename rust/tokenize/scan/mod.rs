@@ -34,6 +34,8 @@ pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -
 /// Pieces looked up at a time: scanned first, their cache slots prefetched, then counted, so
 /// the slots' loads from memory overlap instead of each waiting for the last.
 const BATCH: usize = 16;
+/// Below this many bytes a text is counted piece by piece, without the read-ahead.
+const SHORT_TEXT: usize = 256;
 
 #[inline(always)]
 fn count_with(s: &[u8], pattern: Pattern, piece_end: impl Fn(&[u8], usize) -> usize, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
@@ -48,6 +50,16 @@ fn count_with(s: &[u8], pattern: Pattern, piece_end: impl Fn(&[u8], usize) -> us
             }
             return n;
         };
+        // A short text's few slots are not worth a second pass: prefetching them works each
+        // piece's key out twice and overlaps next to nothing.
+        if s.len() < SHORT_TEXT {
+            while at < s.len() {
+                let end = next_end(s, at, &piece_end);
+                n = n.saturating_add(memo.count_in(s, at, end, &bpe_count));
+                at = end;
+            }
+            return n;
+        }
         let mut ends = [0usize; BATCH];
         while at < s.len() {
             let mut k = 0;
