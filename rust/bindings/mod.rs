@@ -34,6 +34,7 @@ mod template_fit;
 mod tokenizer;
 mod tokenizer_backend;
 mod tokenizer_batch;
+mod tool_meta;
 mod window;
 
 use pyo3::prelude::*;
