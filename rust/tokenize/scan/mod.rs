@@ -40,26 +40,16 @@ const SHORT_TEXT: usize = 256;
 #[inline(always)]
 fn count_with(s: &[u8], pattern: Pattern, piece_end: impl Fn(&[u8], usize) -> usize, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
     memo::with(pattern, |memo| {
-        let mut n = 0usize;
-        let mut at = 0;
         let Some(memo) = memo else {
-            while at < s.len() {
-                let end = next_end(s, at, &piece_end);
-                n = n.saturating_add(bpe_count(s.get(at..end).unwrap_or(&[])));
-                at = end;
-            }
-            return n;
+            return piece_by_piece(s, &piece_end, |at, end| bpe_count(s.get(at..end).unwrap_or(&[])));
         };
         // A short text's few slots are not worth a second pass: prefetching them works each
         // piece's key out twice and overlaps next to nothing.
         if s.len() < SHORT_TEXT {
-            while at < s.len() {
-                let end = next_end(s, at, &piece_end);
-                n = n.saturating_add(memo.count_in(s, at, end, &bpe_count));
-                at = end;
-            }
-            return n;
+            return piece_by_piece(s, &piece_end, |at, end| memo.count_in(s, at, end, &bpe_count));
         }
+        let mut n = 0usize;
+        let mut at = 0;
         let mut ends = [0usize; BATCH];
         while at < s.len() {
             let mut k = 0;
@@ -79,6 +69,18 @@ fn count_with(s: &[u8], pattern: Pattern, piece_end: impl Fn(&[u8], usize) -> us
         }
         n
     })
+}
+
+/// The sum of `count(start, end)` over the pieces of `s`, in order, one at a time.
+#[inline(always)]
+fn piece_by_piece(s: &[u8], piece_end: impl Fn(&[u8], usize) -> usize, mut count: impl FnMut(usize, usize) -> usize) -> usize {
+    let (mut n, mut at) = (0usize, 0);
+    while at < s.len() {
+        let end = next_end(s, at, &piece_end);
+        n = n.saturating_add(count(at, end));
+        at = end;
+    }
+    n
 }
 
 /// The end of the piece at `at` (< `s.len()`). Every alternative consumes at least one
