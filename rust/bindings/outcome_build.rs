@@ -42,7 +42,7 @@ fn record_meta<'py>(py: Python<'py>, meta: &RecordMeta, data: &SegmentData) -> P
     match meta {
         RecordMeta::Index(i) => {
             d.set_item("index", *i)?;
-            if let Some(call) = &data.tool {
+            if let Some(call) = &data.tool() {
                 d.set_item("tool", call.tool.as_deref())?;
                 d.set_item("arguments", call.arguments.as_deref())?;
             }

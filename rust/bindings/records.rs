@@ -228,7 +228,7 @@ pub fn fit_columns(
             Some(r) => {
                 let mut d = SegmentData::new(r.text, layer);
                 d.group = r.group;
-                d.tool = r.call;
+                d.set_tool(r.call);
                 (d, RecordMeta::Index(p), None)
             }
             // A fixed part that costs nothing is left out of the request the ladder sees.

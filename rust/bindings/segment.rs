@@ -132,19 +132,16 @@ impl Segment {
             Some(m) => tool_call(m)?,
             None => None,
         };
-        let data = SegmentData {
-            text: text_s,
-            layer,
-            key: ident_arg(key, "key")?,
-            score: score_arg(score)?,
-            tokens,
-            recoverable,
-            stale,
-            group: ident_arg(group, "group")?,
-            level,
-            covers,
-            tool,
-        };
+        let mut data = SegmentData::new(text_s, layer);
+        data.key = ident_arg(key, "key")?;
+        data.score = score_arg(score)?;
+        data.tokens = tokens;
+        data.recoverable = recoverable;
+        data.stale = stale;
+        data.group = ident_arg(group, "group")?;
+        data.set_level(level);
+        data.set_covers(covers);
+        data.set_tool(tool);
         Ok(Self::from_data(data, meta.map(|m| m.clone().unbind())))
     }
 
@@ -191,12 +188,12 @@ impl Segment {
     /// The summary level, or None.
     #[getter]
     fn level(&self) -> Option<i64> {
-        self.data.level
+        self.data.level()
     }
     /// Keys of the level-1 summaries this summary covers; empty unless given.
     #[getter]
     fn covers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, &self.data.covers)
+        PyTuple::new(py, self.data.covers())
     }
     /// The caller's object, unchanged, or None.
     #[getter]
@@ -234,8 +231,8 @@ impl Segment {
         kw.set_item("recoverable", d.recoverable)?;
         kw.set_item("stale", d.stale)?;
         kw.set_item("group", d.group.as_deref())?;
-        kw.set_item("level", d.level)?;
-        kw.set_item("covers", PyTuple::new(py, &d.covers)?)?;
+        kw.set_item("level", d.level())?;
+        kw.set_item("covers", PyTuple::new(py, d.covers())?)?;
         kw.set_item("meta", me.meta_ref(py))?;
         let mut text = PyString::new(py, &d.text).into_any();
         if let Some(ch) = changes {
@@ -304,8 +301,8 @@ impl Segment {
         kwargs.set_item("recoverable", d.recoverable)?;
         kwargs.set_item("stale", d.stale)?;
         kwargs.set_item("group", d.group.as_deref())?;
-        kwargs.set_item("level", d.level)?;
-        kwargs.set_item("covers", PyTuple::new(py, &d.covers)?)?;
+        kwargs.set_item("level", d.level())?;
+        kwargs.set_item("covers", PyTuple::new(py, d.covers())?)?;
         kwargs.set_item("meta", me.meta_ref(py))?;
         let state = (d.text.as_str(), PromptLayer::from(d.layer), d.key.as_deref(), d.score, kwargs).into_pyobject(py)?;
         Ok((slf.get_type().getattr("_restore")?, state))

@@ -90,13 +90,13 @@ fn line_count(text: &str) -> usize {
 /// with what the user asked before the call and what was answered after it, when the exchange
 /// holds them: `asked "…"; called … -> …; answered "…"`. Bounded by `MAX_DIGEST_CHARS`.
 pub fn digest_text(members: &[&SegmentData], member_tokens: &[usize], fallback_step: usize) -> String {
-    let first_call = members.iter().position(|m| m.tool.is_some());
+    let first_call = members.iter().position(|m| m.tool().is_some());
     let last_result = members.iter().rposition(|m| m.layer == Layer::ToolResult);
-    let call = first_call.and_then(|i| members[i].tool.as_ref());
+    let call = first_call.and_then(|i| members[i].tool());
     let step = call.and_then(|c| c.step).map_or(fallback_step.to_string(), |s| s.to_string());
     let all_calls: Vec<String> = members
         .iter()
-        .filter_map(|m| m.tool.as_ref())
+        .filter_map(|m| m.tool())
         .map(|c| {
             let name = one_line(c.tool.as_deref().unwrap_or("tool"), TOOL_NAME_CHARS, false);
             format!("{name}({})", one_line(c.arguments.as_deref().unwrap_or(""), ARGUMENT_PREVIEW_CHARS, true))
@@ -123,7 +123,7 @@ pub fn digest_text(members: &[&SegmentData], member_tokens: &[usize], fallback_s
         .find(|l| !l.is_empty())
         .unwrap_or("");
     // Plain conversation before the first call is the ask; after the last result, the answer.
-    let plain = |m: &&&SegmentData| m.layer == Layer::Conversation && m.tool.is_none() && !m.text.trim().is_empty();
+    let plain = |m: &&&SegmentData| m.layer == Layer::Conversation && m.tool().is_none() && !m.text.trim().is_empty();
     let asked = members
         .iter()
         .take(first_call.unwrap_or(0))
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn digest_names_step_tool_arguments_and_result() {
         let mut call = SegmentData::new("calling read_file", Layer::Conversation);
-        call.tool = Some(ToolCall { step: Some(16), tool: Some("read_file".into()), arguments: Some("src/billing/ledger.py".into()) });
+        call.set_tool(Some(ToolCall { step: Some(16), tool: Some("read_file".into()), arguments: Some("src/billing/ledger.py".into()) }));
         let result = SegmentData::new("class LedgerService:\n    pass\n", Layer::ToolResult);
         let text = digest_text(&[&call, &result], &[5, 9020], 3);
         assert_eq!(text, "[compacted] step 16: called read_file(src/billing/ledger.py) -> 2 lines, 9,020 tokens: class LedgerService:");
@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn seed004_example_comes_out() {
         let mut call = SegmentData::new("", Layer::Conversation);
-        call.tool = Some(ToolCall { step: Some(16), tool: Some("read_file".into()), arguments: Some("src/billing/ledger.py".into()) });
+        call.set_tool(Some(ToolCall { step: Some(16), tool: Some("read_file".into()), arguments: Some("src/billing/ledger.py".into()) }));
         let body = format!("class LedgerService:\n{}", "    line\n".repeat(411));
         let result = SegmentData::new(body, Layer::ToolResult);
         let text = digest_text(&[&call, &result], &[5, 9020], 3);
@@ -192,7 +192,7 @@ mod tests {
         let args = format!("{{\"path\": \"src/client.py\", \"contents\": {contents:?}}}");
         assert!(args.len() > 9_000);
         let mut call = SegmentData::new("", Layer::Conversation);
-        call.tool = Some(ToolCall { step: Some(2), tool: Some("write_file".into()), arguments: Some(args.clone()) });
+        call.set_tool(Some(ToolCall { step: Some(2), tool: Some("write_file".into()), arguments: Some(args.clone()) }));
         let result = SegmentData::new("ok: wrote 205 lines", Layer::ToolResult);
         let text = digest_text(&[&call, &result], &[3000, 6], 1);
         let shown: String = args.chars().take(ARGUMENT_PREVIEW_CHARS).collect();
@@ -203,7 +203,7 @@ mod tests {
         let calls: Vec<SegmentData> = (0..5)
             .map(|i| {
                 let mut c = SegmentData::new("", Layer::Conversation);
-                c.tool = Some(ToolCall { step: None, tool: Some(format!("t{i}")), arguments: Some("x".into()) });
+                c.set_tool(Some(ToolCall { step: None, tool: Some(format!("t{i}")), arguments: Some("x".into()) }));
                 c
             })
             .collect();
@@ -235,7 +235,7 @@ mod tests {
         let mut calls = Vec::new();
         for _ in 0..10 {
             let mut c = SegmentData::new(huge.clone(), Layer::Conversation);
-            c.tool = Some(ToolCall { step: Some(i64::MIN), tool: Some(huge.clone()), arguments: Some(huge.clone()) });
+            c.set_tool(Some(ToolCall { step: Some(i64::MIN), tool: Some(huge.clone()), arguments: Some(huge.clone()) }));
             calls.push(c);
         }
         let ask = SegmentData::new(huge.clone(), Layer::Conversation);

@@ -28,6 +28,7 @@ mod render;
 mod rows;
 mod select;
 pub mod segment;
+mod segment_data;
 pub mod source;
 pub mod trace;
 mod units;
@@ -37,7 +38,8 @@ pub use fit::{fit, fit_named, fit_with, FitOptions, FitOutcome};
 pub use naming::InputNames;
 pub use outcome::{DigestRecord, FitLedger, Kept, Removal, Row, Section, Taken, Target, Truncation};
 pub use policy::{Action, Filter, Floor, Order, Policy, Rung, Until};
-pub use segment::{Layer, LayerSet, SegmentData, ToolCall};
+pub use segment::{Layer, LayerSet};
+pub use segment_data::{DigestMemo, SegmentData, ToolCall};
 pub use source::TokenSource;
 
 /// A one-token-a-word source for the core's tests and the fuzz crate (`fuzz/`), which cannot see

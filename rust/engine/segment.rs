@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+// Segment data has its own file; paths through this module still reach it.
+pub use super::segment_data::{SegmentData, ToolCall};
 use crate::error::{CtxError, CtxResult};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Serialize, Deserialize)]
@@ -98,56 +100,5 @@ impl LayerSet {
     }
     pub fn iter(self) -> impl Iterator<Item = Layer> {
         Layer::ALL.into_iter().filter(move |l| self.contains(*l))
-    }
-}
-
-/// What a digest needs to say about a tool call: which step, which tool, with what.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub step: Option<i64>,
-    pub tool: Option<String>,
-    pub arguments: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SegmentData {
-    pub text: String,
-    pub layer: Layer,
-    pub key: Option<String>,
-    pub score: f64,
-    pub tokens: Option<usize>,
-    pub recoverable: bool,
-    pub stale: bool,
-    pub group: Option<String>,
-    pub level: Option<i64>,
-    pub covers: Vec<String>,
-    pub tool: Option<ToolCall>,
-}
-
-impl SegmentData {
-    pub fn new(text: impl Into<String>, layer: Layer) -> Self {
-        Self {
-            text: text.into(),
-            layer,
-            key: None,
-            score: 0.0,
-            tokens: None,
-            recoverable: false,
-            stale: false,
-            group: None,
-            level: None,
-            covers: Vec::new(),
-            tool: None,
-        }
-    }
-
-    pub fn validate(&self) -> CtxResult<()> {
-        if !(0.0..=1.0).contains(&self.score) {
-            return Err(CtxError::invalid(format!(
-                "score must be a number in [0, 1], got {}",
-                self.score
-            )));
-        }
-        Ok(())
     }
 }

@@ -25,8 +25,8 @@ impl Ladder<'_> {
         };
         let covered: HashSet<&str> = if rung.filter == Some(Filter::Covered) {
             (0..self.segs.len())
-                .filter(|&i| self.seg_alive[i] && self.segs[i].level == Some(2))
-                .flat_map(|i| self.segs[i].covers.iter().map(String::as_str))
+                .filter(|&i| self.seg_alive[i] && self.segs[i].level() == Some(2))
+                .flat_map(|i| self.segs[i].covers().iter().map(String::as_str))
                 .collect()
         } else {
             HashSet::default()
@@ -97,9 +97,9 @@ impl Ladder<'_> {
             None => true,
             Some(Filter::Stale) => unit.stale,
             Some(Filter::Recoverable) => unit.recoverable,
-            Some(Filter::Level(n)) => members().any(|s| s.level == Some(n)),
+            Some(Filter::Level(n)) => members().any(|s| s.level() == Some(n)),
             Some(Filter::Covered) => members().any(|s| {
-                s.level == Some(1) && s.key.as_deref().is_some_and(|k| covered.contains(k))
+                s.level() == Some(1) && s.key.as_deref().is_some_and(|k| covered.contains(k))
             }),
         }
     }

@@ -172,12 +172,12 @@ fn seven_tier_goes_in_tier_order() {
     let mut stale = grouped(Layer::ToolResult, 100, "t1");
     stale.stale = true;
     let mut l1 = scored(Layer::Summary, 100, 0.0, "s1");
-    l1.level = Some(1);
+    l1.set_level(Some(1));
     let mut l2 = scored(Layer::Summary, 50, 0.0, "s2");
-    l2.level = Some(2);
-    l2.covers = vec!["s1".into()];
+    l2.set_level(Some(2));
+    l2.set_covers(vec!["s1".into()]);
     let mut rolling = seg(Layer::Summary, 100);
-    rolling.level = Some(0);
+    rolling.set_level(Some(0));
     let segs = vec![
         seg(Layer::System, 10),
         seg(Layer::Conversation, 100), // recent turn
@@ -259,7 +259,7 @@ fn truncate_reclaims_exactly_the_remainder() {
 fn digest_replaces_a_tool_exchange_with_a_record() {
     let mut call = SegmentData::new("call read_file", Layer::Conversation);
     call.group = Some("step16".into());
-    call.tool = Some(ToolCall { step: Some(16), tool: Some("read_file".into()), arguments: Some("a.py".into()) });
+    call.set_tool(Some(ToolCall { step: Some(16), tool: Some("read_file".into()), arguments: Some("a.py".into()) }));
     let mut result = SegmentData::new("word ".repeat(900), Layer::ToolResult);
     result.group = Some("step16".into());
     let segs = [SegmentData::new("sys", Layer::System), call, result];

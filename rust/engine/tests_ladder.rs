@@ -12,7 +12,7 @@ use crate::error::CtxError;
 fn exchange(n: usize, call: usize, result: usize) -> Vec<SegmentData> {
     let g = format!("ex{n}");
     let mut c = grouped(Layer::Conversation, call, &g);
-    c.tool = Some(ToolCall { step: Some(n as i64), tool: Some("read_file".into()), arguments: Some(format!("src/f{n}.py")) });
+    c.set_tool(Some(ToolCall { step: Some(n as i64), tool: Some("read_file".into()), arguments: Some(format!("src/f{n}.py")) }));
     vec![c, grouped(Layer::ToolResult, result, &g)]
 }
 

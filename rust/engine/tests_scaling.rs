@@ -55,7 +55,7 @@ fn request_with(n: usize, seed: u64, recur: Option<i64>) -> Vec<SegmentData> {
                 let mut call = SegmentData::new("w w", Layer::Conversation);
                 call.group = Some(g.clone());
                 call.tokens = Some(2 + rng.below(20));
-                call.tool = Some(ToolCall { step: Some(exchange), tool: Some("read".into()), arguments: Some("f.py".into()) });
+                call.set_tool(Some(ToolCall { step: Some(exchange), tool: Some("read".into()), arguments: Some("f.py".into()) }));
                 call.stale = rng.below(2) == 0;
                 segs.push(call);
                 let mut result = SegmentData::new("w w w w w w w w", Layer::ToolResult);
@@ -74,7 +74,7 @@ fn request_with(n: usize, seed: u64, recur: Option<i64>) -> Vec<SegmentData> {
             }
             _ => {
                 let mut s = SegmentData::new("w w w w w", Layer::Summary);
-                s.level = Some(i64::try_from(rng.below(3)).unwrap_or(0));
+                s.set_level(Some(i64::try_from(rng.below(3)).unwrap_or(0)));
                 s.key = Some(format!("sum{}", segs.len()));
                 s
             }

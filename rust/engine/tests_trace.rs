@@ -15,7 +15,7 @@ fn messages() -> (Vec<SegmentData>, InputNames) {
     for n in 0..4 {
         let g = format!("ex{n}");
         let mut call = grouped(Layer::Conversation, 100, &g);
-        call.tool = Some(ToolCall { step: Some(n), tool: Some("read_file".into()), arguments: Some(format!("src/f{n}.py")) });
+        call.set_tool(Some(ToolCall { step: Some(n), tool: Some("read_file".into()), arguments: Some(format!("src/f{n}.py")) }));
         segs.push(call);
         segs.push(grouped(Layer::ToolResult, 2000, &g));
     }

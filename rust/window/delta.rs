@@ -242,7 +242,13 @@ impl Window {
             entries.push(e);
         }
         self.entries = entries;
-        self.held_keys = self.entries.iter().filter_map(|e| e.seg.key.as_deref().map(|k| (Box::from(k), e.id))).collect();
+        // The key index again, reusing the keys of entries still held (most of them).
+        let mut old = std::mem::take(&mut self.held_keys);
+        self.held_keys = self
+            .entries
+            .iter()
+            .filter_map(|e| e.seg.key.as_deref().map(|k| (old.remove_entry(k).map_or_else(|| Box::from(k), |(b, _)| b), e.id)))
+            .collect();
         // What the delta brought counts as changed at its revision (the journal keeps its floor).
         for &id in &upserted {
             self.journal.entries.insert(id, d.revision);

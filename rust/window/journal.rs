@@ -6,12 +6,9 @@
 //! change, so a delta also carries the digest of the whole state it leads to, and applying it
 //! refuses any result that does not hash the same (see `delta`).
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap;
 
 use super::Window;
-use crate::engine::SegmentData;
 
 /// Not saved: a restored window starts a fresh journal at the revision it was saved at.
 #[derive(Clone, Debug, Default)]
@@ -26,10 +23,6 @@ pub(super) struct Journal {
     pub(super) forgotten: FxHashMap<String, u64>,
     /// The policy's digest (it never changes), for the state digest.
     pub(super) policy_digest: Option<u128>,
-    /// Held entry id -> its segment and that segment's digest: the state digest rehashes a
-    /// segment only when the entry holds a new one (the `Arc` keeps the old one from being
-    /// mistaken for it).
-    pub(super) segs: FxHashMap<u64, (Arc<SegmentData>, u128)>,
 }
 
 impl Journal {

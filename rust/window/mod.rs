@@ -20,6 +20,7 @@ mod journal;
 pub mod ledger;
 pub mod persist;
 mod persist_v2;
+mod read_v2;
 mod record;
 mod validate;
 pub mod whys;
@@ -378,3 +379,5 @@ mod tests;
 mod tests_persist;
 #[cfg(test)]
 mod tests_whys;
+#[cfg(test)]
+mod tests_park_probe;

@@ -173,13 +173,32 @@ impl Window {
 
     /// A snapshot back, refused unless it is intact and a state a window could have reached.
     pub fn from_snapshot(bytes: &[u8]) -> CtxResult<(Self, Extras)> {
-        let (w, extras) = match open(KIND_SNAPSHOT, bytes)? {
+        let (w, extras) = Self::read_snapshot(bytes)?;
+        Ok((w.loaded()?, extras.back()?))
+    }
+
+    /// A snapshot with the deltas written after it applied in order. The state is validated
+    /// once, where it ends (with the last delta's digest check, see `with_deltas`): the
+    /// snapshot's frame digest already stands for its bytes, and a state that was not valid on
+    /// the way cannot end valid and hashing as the writer's did.
+    pub fn from_snapshot_and_deltas(bytes: &[u8], deltas: &[&[u8]]) -> CtxResult<(Self, Extras, Vec<super::delta::Applied>)> {
+        if deltas.is_empty() {
+            let (w, extras) = Self::from_snapshot(bytes)?;
+            return Ok((w, extras, Vec::new()));
+        }
+        let (w, extras) = Self::read_snapshot(bytes)?;
+        let (w, applied) = w.settled().with_deltas(deltas)?;
+        Ok((w, extras.back()?, applied))
+    }
+
+    /// A snapshot's frame checked and its body read, the state not yet validated.
+    fn read_snapshot(bytes: &[u8]) -> CtxResult<(Self, ExtrasOut)> {
+        Ok(match open(KIND_SNAPSHOT, bytes)? {
             (VERSION_1, body) => decode::<(Window, ExtrasOut)>(body)?,
             (_, body) => {
-                let (b, extras): (super::persist_v2::BodyIn<'_>, ExtrasOut) = decode(body)?;
+                let (b, extras) = super::read_v2::read_body(body)?;
                 (Window::from_body_v2(b)?, extras)
             }
-        };
-        Ok((w.loaded()?, extras.back()?))
+        })
     }
 }

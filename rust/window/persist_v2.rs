@@ -9,9 +9,7 @@
 //! changes it, so a delta applied to the wrong window, out of order or with a change missed
 //! still fails the check.
 
-use std::sync::Arc;
-
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::changes::Pending;
@@ -52,27 +50,26 @@ pub(super) struct BodyOut<'a> {
     revision: u64,
 }
 
-#[derive(Deserialize)]
+/// A version-2 body as read (by `read_v2`).
 pub(super) struct BodyIn<'a> {
-    limit: usize,
-    reserve: usize,
-    policy: &'a str,
-    policy_name: Option<String>,
-    low_watermark: Option<f64>,
-    entries: Vec<Entry>,
-    next_id: u64,
-    cycle: u64,
-    fresh_unrecoverable: bool,
-    pending: Vec<Pending>,
-    #[serde(borrow)]
-    why: Bytes<'a>,
-    counters: Counters,
-    totals: Totals,
-    last_kept: Vec<(u64, u32)>,
-    stable_prefix_tokens: usize,
-    why_horizon: Option<u64>,
-    cache: Option<CacheProfile>,
-    revision: u64,
+    pub(super) limit: usize,
+    pub(super) reserve: usize,
+    pub(super) policy: &'a str,
+    pub(super) policy_name: Option<String>,
+    pub(super) low_watermark: Option<f64>,
+    pub(super) entries: Vec<Entry>,
+    pub(super) next_id: u64,
+    pub(super) cycle: u64,
+    pub(super) fresh_unrecoverable: bool,
+    pub(super) pending: Vec<Pending>,
+    pub(super) why: Bytes<'a>,
+    pub(super) counters: Counters,
+    pub(super) totals: Totals,
+    pub(super) last_kept: Vec<(u64, u32)>,
+    pub(super) stable_prefix_tokens: usize,
+    pub(super) why_horizon: Option<u64>,
+    pub(super) cache: Option<CacheProfile>,
+    pub(super) revision: u64,
 }
 
 impl Window {
@@ -102,8 +99,8 @@ impl Window {
 
     /// A window from a version-2 body, not yet validated (see `Window::loaded`).
     pub(super) fn from_body_v2(b: BodyIn<'_>) -> CtxResult<Self> {
-        let doc: serde_json::Value = serde_json::from_str(b.policy).map_err(|e| refused(format!("its policy: {e}")))?;
-        let (_, policy) = policy_format::from_value(&doc).map_err(|e| refused(format!("its policy: {e}")))?;
+        let policy_digest = xxh3_128(b.policy.as_bytes());
+        let policy = read_policy(b.policy, policy_digest)?;
         let names = rung_names(&policy);
         let why = Ledger::from_packed(b.why.0.to_vec(), names).ok_or_else(|| refused("its why ledger is not well formed"))?;
         let held_keys = b.entries.iter().filter_map(|e| e.seg.key.as_deref().map(|k| (Box::from(k), e.id))).collect();
@@ -129,52 +126,39 @@ impl Window {
             revision: b.revision,
             journal: Default::default(),
         };
-        // The writer hashed this very text: the digest of the policy costs nothing here.
-        w.journal.policy_digest = Some(xxh3_128(b.policy.as_bytes()));
+        // The writer hashed this very text: the policy's digest is the one just taken.
+        w.journal.policy_digest = Some(policy_digest);
         Ok(w)
     }
 
     /// A window just read: rung names the policy gives are no longer stored, the state is
     /// validated, and a journal starts at its revision.
-    pub(super) fn loaded(mut self) -> CtxResult<Self> {
+    pub(super) fn loaded(self) -> CtxResult<Self> {
+        let w = self.settled();
+        w.validate()?;
+        Ok(w)
+    }
+
+    /// A window just read, not yet validated: its rung names settled and its journal started.
+    pub(super) fn settled(mut self) -> Self {
         if self.why.names().is_empty() {
             self.why.settle(rung_names(&self.policy));
         }
-        self.validate()?;
         let policy = match self.journal.policy_digest {
             Some(d) => d,
             None => xxh3_128(policy_text(&self.policy).as_bytes()),
         };
         self.journal = Journal::starting_at(self.revision, policy);
-        Ok(self)
+        self
     }
 
-    /// One held segment's digest: cached while the entry still holds the same segment.
-    fn seg_digest(&self, id: u64, seg: &Arc<SegmentData>) -> CtxResult<u128> {
-        match self.journal.segs.get(&id) {
-            Some((s, d)) if Arc::ptr_eq(s, seg) => Ok(*d),
-            _ => hash_of(seg.as_ref()),
-        }
-    }
-
-    /// Caches the held segments' digests (after a fit or a restore), dropping those of entries
-    /// that left, so the next `delta_since` hashes only what changed.
-    pub(super) fn cache_digests(&mut self) {
-        let mut segs = std::mem::take(&mut self.journal.segs);
+    /// Takes the held segments' digests now (after a fit or a restore), so the next
+    /// `delta_since` finds them: each is taken once in its segment's life (`DigestMemo`).
+    pub(super) fn cache_digests(&self) {
         for e in &self.entries {
-            if !segs.get(&e.id).is_some_and(|(s, _)| Arc::ptr_eq(s, &e.seg)) {
-                // A segment that cannot be hashed (never: it serialises) is hashed when asked.
-                match hash_of(e.seg.as_ref()) {
-                    Ok(d) => segs.insert(e.id, (e.seg.clone(), d)),
-                    Err(_) => segs.remove(&e.id),
-                };
-            }
+            // A segment that cannot be hashed (never: it serialises) is hashed when asked.
+            let _ = seg_digest(&e.seg);
         }
-        if segs.len() > self.entries.len() {
-            let held: rustc_hash::FxHashSet<u64> = self.entries.iter().map(|e| e.id).collect();
-            segs.retain(|id, _| held.contains(id));
-        }
-        self.journal.segs = segs;
     }
 
     /// The digest of the whole state, from its parts (see the module's comment).
@@ -185,7 +169,7 @@ impl Window {
         };
         let mut entries = Vec::with_capacity(self.entries.len());
         for e in &self.entries {
-            entries.push((e.id, self.seg_digest(e.id, &e.seg)?, e.tokens, e.version, e.admitted_cycle, &e.provenance));
+            entries.push((e.id, seg_digest(&e.seg)?, e.tokens, e.version, e.admitted_cycle, &e.provenance));
         }
         let parts = (
             (self.limit, self.reserve, policy, &self.policy_name, self.low_watermark),
@@ -197,4 +181,41 @@ impl Window {
         );
         hash_of(&parts)
     }
+}
+
+/// Policies read lately, by the digest of their text: a server restores windows of a few
+/// policies over and over, and parsing the document was a tenth of a restore.
+const POLICIES_KEPT: usize = 8;
+
+thread_local! {
+    static POLICIES: std::cell::RefCell<Vec<(u128, String, Policy)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The policy a body carries as JSON text (`digest` is the text's).
+fn read_policy(text: &str, digest: u128) -> CtxResult<Policy> {
+    // The text is compared too: a digest is not proof against a made-up collision.
+    let known = POLICIES.with(|p| p.borrow().iter().find(|(d, t, _)| *d == digest && t == text).map(|(_, _, p)| p.clone()));
+    if let Some(p) = known {
+        return Ok(p);
+    }
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| refused(format!("its policy: {e}")))?;
+    let (_, policy) = policy_format::from_value(&doc).map_err(|e| refused(format!("its policy: {e}")))?;
+    POLICIES.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() >= POLICIES_KEPT {
+            p.remove(0);
+        }
+        p.push((digest, text.to_string(), policy.clone()));
+    });
+    Ok(policy)
+}
+
+/// A held segment's digest (of its serialised form), taken once and kept in the segment.
+pub(super) fn seg_digest(seg: &SegmentData) -> CtxResult<u128> {
+    if let Some(d) = seg.digest.get() {
+        return Ok(d);
+    }
+    let d = hash_of(seg)?;
+    seg.digest.set(d);
+    Ok(d)
 }

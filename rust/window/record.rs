@@ -165,12 +165,14 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn byte(&mut self) -> Option<u8> {
         let b = *self.bytes.get(self.at)?;
         self.at += 1;
         Some(b)
     }
 
+    #[inline]
     fn varint(&mut self) -> Option<u64> {
         // Most fields fit one byte.
         if let Some(&b) = self.bytes.get(self.at) {
@@ -195,6 +197,7 @@ impl<'a> Reader<'a> {
         None
     }
 
+    #[inline]
     fn slice(&mut self, len: u64) -> Option<&'a [u8]> {
         let len = usize::try_from(len).ok()?;
         let end = self.at.checked_add(len)?;
@@ -203,11 +206,13 @@ impl<'a> Reader<'a> {
         Some(s)
     }
 
+    #[inline]
     fn text(&mut self) -> Option<&'a str> {
         let n = self.varint()?;
         std::str::from_utf8(self.slice(n)?).ok()
     }
 
+    #[inline]
     fn opt_text(&mut self) -> Option<Option<&'a str>> {
         match self.byte()? {
             0 => Some(None),
@@ -217,18 +222,21 @@ impl<'a> Reader<'a> {
     }
 
     /// The key of the record at the cursor, leaving the cursor after it.
+    #[inline]
     pub fn key(&mut self) -> Option<&'a str> {
         self.text()
     }
 
     /// The key's bytes, unchecked as text: for comparing keys of records already scanned
     /// (a str orders as its bytes do).
+    #[inline]
     pub fn key_bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.varint()?;
         self.slice(n)
     }
 
     /// The rest of the record after its key.
+    #[inline]
     pub fn rec(&mut self) -> Option<RecView<'a>> {
         let status = *STATUSES.get(usize::from(self.byte()?))?;
         let layer = Layer::from_index(usize::from(self.byte()?))?;
@@ -251,6 +259,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The whole record at the cursor.
+    #[inline]
     pub fn next_record(&mut self) -> Option<(&'a str, RecView<'a>)> {
         let key = self.key()?;
         Some((key, self.rec()?))
@@ -261,8 +270,9 @@ impl<'a> Reader<'a> {
 pub struct Scanned {
     pub offsets: Vec<u32>,
     pub sum: u128,
-    /// How many say the key is held (held or truncated).
-    pub held: usize,
+    /// The indices (into `offsets`) of the records that say their key is held (held or
+    /// truncated): validation checks them against the held entries without a search each.
+    pub held: Vec<u32>,
 }
 
 /// Whether an answer says its key is held.
@@ -276,17 +286,22 @@ pub fn scan(bytes: &[u8]) -> Option<Scanned> {
     u32::try_from(bytes.len()).ok()?;
     let mut offsets = Vec::with_capacity(bytes.len() / 16);
     let mut sum = 0u128;
-    let mut held = 0usize;
+    let mut held = Vec::new();
     let mut r = Reader { bytes, at: 0 };
-    let mut last: Option<&str> = None;
+    let mut last: Option<&[u8]> = None;
     while r.at < bytes.len() {
         let start = r.at;
-        let key = r.key()?;
+        let key = r.key_bytes()?;
+        // Keys are mostly ASCII, which is UTF-8: the general check (a call per key) only for
+        // the others. A str orders as its bytes do.
+        if !key.is_ascii() && std::str::from_utf8(key).is_err() {
+            return None;
+        }
         if last.is_some_and(|l| l >= key) {
             return None;
         }
         if says_held(r.rec()?.status) {
-            held += 1;
+            held.push(u32::try_from(offsets.len()).ok()?);
         }
         last = Some(key);
         offsets.push(u32::try_from(start).ok()?);

@@ -172,7 +172,7 @@ fn a_digest_dropped_in_the_same_fit_leaves_exactly_itself() {
     for g in ["x1", "x2"] {
         let mut call = SegmentData::new("call", Layer::Conversation);
         call.group = Some(g.into());
-        call.tool = Some(crate::engine::ToolCall { step: Some(1), tool: Some("read".into()), arguments: Some("a".into()) });
+        call.set_tool(Some(crate::engine::ToolCall { step: Some(1), tool: Some("read".into()), arguments: Some("a".into()) }));
         let mut result = SegmentData::new(vec!["w"; 60].join("\n"), Layer::ToolResult);
         result.group = Some(g.into());
         result.key = Some(format!("{g}.result"));

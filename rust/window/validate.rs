@@ -38,7 +38,7 @@ impl Window {
             return Err(broken("a ledger total is out of range"));
         }
         let mut ids = HashSet::with_capacity_and_hasher(self.entries.len(), Default::default());
-        let mut keys: HashMap<&str, u64> = HashMap::with_capacity_and_hasher(self.entries.len(), Default::default());
+        let mut keys: HashMap<&[u8], u64> = HashMap::with_capacity_and_hasher(self.entries.len(), Default::default());
         let mut current_turns = 0;
         for (i, e) in self.entries.iter().enumerate() {
             // Built only for a message: formatting it for every entry costs a restore ~1 µs each.
@@ -55,26 +55,30 @@ impl Window {
                 current_turns += 1;
             }
             if let Some(k) = &e.seg.key {
-                if keys.insert(k.as_str(), e.id).is_some() {
+                if keys.insert(k.as_bytes(), e.id).is_some() {
                     return Err(broken(format!("{}: key {k:?} is held twice", at())));
-                }
-                if !self.why.get(k).is_some_and(|w| says_held(w.status)) {
-                    return Err(broken(format!("{}: key {k:?} is held but its ledger says otherwise", at())));
                 }
             }
         }
         if current_turns > 1 {
             return Err(broken(format!("{current_turns} current turns are held; a window holds one")));
         }
-        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(&**k) != Some(id)) {
+        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(k.as_bytes()) != Some(id)) {
             return Err(broken("held_keys does not match the held entries"));
         }
-        // Each held key's answer says held (above); as many answers say so as keys are held
-        // (keys are unique on both sides), so no answer says held of a key no entry holds. The
-        // ledger keeps that count, so this reads no answer it does not have to.
-        if self.why.held_count() != keys.len() {
-            let k = self.why.iter().find(|(k, w)| says_held(w.status) && !keys.contains_key(k)).map(|(k, _)| k.to_string());
-            return Err(broken(format!("the ledger says {:?} is held, but no entry holds it", k.unwrap_or_default())));
+        // The held keys and the keys whose answers say held are one set: every answer that
+        // says held names a held key (each once: the ledger's keys are unique), and there are
+        // as many of those answers as held keys.
+        let mut said_held = 0usize;
+        for k in self.why.held_keys() {
+            if !keys.contains_key(k) {
+                return Err(broken(format!("the ledger says {:?} is held, but no entry holds it", String::from_utf8_lossy(k))));
+            }
+            said_held += 1;
+        }
+        if said_held != keys.len() {
+            let missing = self.entries.iter().filter_map(|e| e.seg.key.as_deref()).find(|k| !self.why.get(k).is_some_and(|w| says_held(w.status)));
+            return Err(broken(format!("key {:?} is held but its ledger says otherwise", missing.unwrap_or_default())));
         }
         let held = checked_total(self.entries.iter().map(|e| e.tokens), "what the window holds").map_err(broken)?;
         if !self.totals.balances(held as u64) {

@@ -26,6 +26,8 @@ pub struct Ledger {
     /// How many answers say their key is held: validation compares it with the held keys
     /// instead of reading every answer.
     held: usize,
+    /// Which packed records say so (indices into `offsets`; the overlay may override them).
+    held_packed: Vec<u32>,
     sum: u128,
     /// The policy's rung names, so the answer's rung name is derived, not stored.
     names: Vec<Box<str>>,
@@ -55,7 +57,7 @@ impl Ledger {
     pub fn from_packed(packed: Vec<u8>, names: Vec<Box<str>>) -> Option<Self> {
         let s = record::scan(&packed)?;
         let len = s.offsets.len();
-        Some(Self { packed, offsets: s.offsets, overlay: FxHashMap::default(), len, held: s.held, sum: s.sum, names })
+        Some(Self { packed, offsets: s.offsets, overlay: FxHashMap::default(), len, held: s.held.len(), held_packed: s.held, sum: s.sum, names })
     }
 
     pub fn len(&self) -> usize {
@@ -221,8 +223,19 @@ impl Ledger {
         if let Some(s) = record::scan(&packed) {
             self.packed = packed;
             self.offsets = s.offsets;
+            self.held_packed = s.held;
             self.overlay = FxHashMap::default();
         }
+    }
+
+    /// The keys whose answers say they are held (as bytes; any order): the packed ones the
+    /// overlay leaves alone, then the overlay's. Validation matches them with the held entries
+    /// by hashing instead of searching the ledger once per entry.
+    pub fn held_keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let packed = self.held_packed.iter().filter_map(|&i| self.packed_key(usize::try_from(i).ok()?));
+        let packed = packed.filter(|k| self.overlay.is_empty() || std::str::from_utf8(k).map_or(true, |k| !self.overlay.contains_key(k)));
+        let over = self.overlay.iter().filter(|(_, r)| r.as_ref().is_some_and(|r| record::says_held(r.status))).map(|(k, _)| k.as_bytes());
+        packed.chain(over)
     }
 
     /// Every answer in key order.

@@ -19,6 +19,7 @@ use super::super::tokenizer::Tokenizer;
 use super::persist_json;
 use super::state::{lock, ContextWindow, Guarded, State};
 use crate::window::persist::{is_binary, Extras};
+use crate::window::delta::Applied;
 use crate::window::{Entry, Window};
 
 pub(super) fn not_saved(what: &str) -> PyErr {
@@ -100,13 +101,19 @@ fn apply_all(py: Python<'_>, core: Window, deltas: &[Cow<'_, [u8]>], metas: &mut
     }
     let slices: Vec<&[u8]> = deltas.iter().map(|d| d.as_ref()).collect();
     let (core, applied) = core.with_deltas(&slices)?;
+    merge_metas(py, &applied, metas)?;
+    Ok(core)
+}
+
+/// The metas the applied deltas carry, over those before them.
+fn merge_metas(py: Python<'_>, applied: &[Applied], metas: &mut HashMap<u64, Py<PyAny>>) -> PyResult<()> {
     for a in applied {
         for id in &a.upserted {
             metas.remove(id);
         }
         read_metas(py, a.metas.as_deref(), metas)?;
     }
-    Ok(core)
+    Ok(())
 }
 
 pub(super) fn from_bytes(
@@ -116,12 +123,6 @@ pub(super) fn from_bytes(
     deltas: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ContextWindow> {
     let bytes = bytes_of(data, "data")?;
-    let Loaded { core, extras } = if is_binary(&bytes) {
-        let (core, extras) = Window::from_snapshot(&bytes)?;
-        Loaded { core, extras }
-    } else {
-        persist_json::from_json(&bytes)?
-    };
     let mut items = Vec::new();
     if let Some(ds) = deltas.filter(|d| !d.is_none()) {
         for d in ds.try_iter().map_err(|_| args::wrong_type(ds, "deltas", "an iterable of bytes"))? {
@@ -130,8 +131,18 @@ pub(super) fn from_bytes(
     }
     let deltas_bytes = items.iter().enumerate().map(|(i, d)| bytes_of(d, &format!("deltas[{i}]"))).collect::<PyResult<Vec<_>>>()?;
     let mut metas = HashMap::new();
-    read_metas(py, extras.metas.as_deref(), &mut metas)?;
-    let core = apply_all(py, core, &deltas_bytes, &mut metas)?;
+    let (core, extras) = if is_binary(&bytes) {
+        // A binary snapshot and its deltas in one go: validated once, at the end.
+        let slices: Vec<&[u8]> = deltas_bytes.iter().map(|d| d.as_ref()).collect();
+        let (core, extras, applied) = Window::from_snapshot_and_deltas(&bytes, &slices)?;
+        read_metas(py, extras.metas.as_deref(), &mut metas)?;
+        merge_metas(py, &applied, &mut metas)?;
+        (core, extras)
+    } else {
+        let Loaded { core, extras } = persist_json::from_json(&bytes)?;
+        read_metas(py, extras.metas.as_deref(), &mut metas)?;
+        (apply_all(py, core, &deltas_bytes, &mut metas)?, extras)
+    };
     let tok = match (tokenizer.filter(|t| !t.is_none()), extras.tokenizer) {
         (Some(t), _) => resolve_tokenizer(py, Some(t))?,
         (None, Some((kind, payload))) => rebuild_tokenizer(py, &kind, payload)?,

@@ -13,7 +13,7 @@ use crate::engine::{FitOutcome, Kept, SegmentData, Taken, Target};
 /// layer, the same bytes sent), and an adapter's group names are its own.
 pub fn fingerprint(seg: &SegmentData, tokens: usize) -> u64 {
     let mut h = xxh3_64_with_seed(seg.text.as_bytes(), tokens as u64);
-    if let Some(call) = &seg.tool {
+    if let Some(call) = &seg.tool() {
         h = xxh3_64_with_seed(call.tool.as_deref().unwrap_or("").as_bytes(), h);
         h = xxh3_64_with_seed(call.arguments.as_deref().unwrap_or("").as_bytes(), h);
     }
