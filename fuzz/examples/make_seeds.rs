@@ -102,7 +102,7 @@ fn main() {
     for (i, g) in ["x1", "x2", "x3"].iter().enumerate() {
         let mut call = seg("reading the file".into(), Layer::Conversation, Some(&format!("{g}.call")));
         call.group = Some(g.to_string());
-        call.tool = Some(ToolCall { step: Some(i as i64 + 1), tool: Some("read_file".into()), arguments: Some(format!("src/{g}.rs")) });
+        call.set_tool(Some(ToolCall { step: Some(i as i64 + 1), tool: Some("read_file".into()), arguments: Some(format!("src/{g}.rs")) }));
         let mut result = seg(vec!["line"; 40].join("\n"), Layer::ToolResult, Some(&format!("{g}.result")));
         result.group = Some(g.to_string());
         result.recoverable = true;
@@ -132,10 +132,10 @@ fn main() {
         admit(&mut w, r);
     }
     let mut s2 = seg(words(12), Layer::Summary, Some("s2"));
-    s2.level = Some(2);
-    s2.covers = vec!["s1".into()];
+    s2.set_level(Some(2));
+    s2.set_covers(vec!["s1".into()]);
     let mut s1 = seg(words(12), Layer::Summary, Some("s1"));
-    s1.level = Some(1);
+    s1.set_level(Some(1));
     admit(&mut w, s1);
     admit(&mut w, s2);
     w.fit(&Words).unwrap();

@@ -123,13 +123,13 @@ impl SegIn {
         s.recoverable = self.recoverable;
         s.stale = self.stale;
         s.group = self.group.map(|g| GROUPS[g as usize % GROUPS.len()].to_string());
-        s.level = self.level.map(|l| (l % 4) as i64);
-        s.covers = self.covers.iter().take(4).map(|&k| key_name(k)).collect();
-        s.tool = self.tool.as_ref().map(|t| ToolCall {
+        s.set_level(self.level.map(|l| (l % 4) as i64));
+        s.set_covers(self.covers.iter().take(4).map(|&k| key_name(k)).collect());
+        s.set_tool(self.tool.as_ref().map(|t| ToolCall {
             step: t.step,
             tool: t.tool.as_ref().map(|x| x.chars().take(40).collect()),
             arguments: t.arguments.as_ref().map(|x| x.chars().take(40).collect()),
-        });
+        }));
         let n = s.tokens.unwrap_or_else(|| words(&s.text));
         (s, n)
     }
