@@ -13,6 +13,9 @@ chunks, the question), 40 segments. Under ``Policy.context_window()`` at three c
 
 - warm fit: the same ``Segment`` objects every call (each remembers its count);
 - stateless: new ``Segment`` objects every call, their counts found in the tokenizer's cache;
+- columnar: ``ctxfast.fit_columns`` over lists built from the parts every call (the tool calls'
+  arguments encoded to JSON text there too), the whole request in one crossing, no ``Segment``
+  per item; the same kept texts;
 - its parts: building the 40 segments, and ``count_many`` of their texts (all cache hits).
 
 The threshold: ``count_many(texts, cache=False)`` over batches of 2-16 texts of 256 B-16 KB, in
@@ -57,6 +60,24 @@ def request_parts() -> list:
     return parts[:2] + parts[-38:]
 
 
+#: What ``Segment(meta=...)`` makes of a tool call's arguments (``bindings/tool_meta.rs``).
+_ARGUMENTS = json.JSONEncoder(sort_keys=True, default=repr).encode
+
+
+def columns(parts: list) -> dict:
+    """The request as ``fit_columns`` takes it: a list per field, built from the parts."""
+    return {
+        "texts": [p.text for p in parts],
+        "layers": [p.layer for p in parts],
+        "keys": [p.key for p in parts],
+        "scores": [p.score for p in parts],
+        "groups": [p.group for p in parts],
+        "recoverable": [p.recoverable for p in parts],
+        "stale": [p.stale for p in parts],
+        "tools": [None if p.tool_call is None else (p.tool_call["name"], _ARGUMENTS(p.tool_call["args"]), p.turn) for p in parts],
+    }
+
+
 def overhead(quick: bool) -> list[dict]:
     parts = request_parts()
     tok = ctxfast.Tokenizer.default()
@@ -70,13 +91,16 @@ def overhead(quick: bool) -> list[dict]:
         budget = ctxfast.Budget(ceiling)
         warm = lambda: ctxfast.fit(warm_segments, budget, policy=policy, tokenizer=tok)  # noqa: E731
         fresh = lambda: ctxfast.fit(S.to_segments(parts), budget, policy=policy, tokenizer=tok)  # noqa: E731
-        assert [s.text for s in warm().kept] == [s.text for s in fresh().kept]
+        columnar = lambda: ctxfast.fit_columns(budget=budget, policy=policy, tokenizer=tok, **columns(parts))  # noqa: E731
+        assert [s.text for s in warm().kept] == [s.text for s in fresh().kept] == [s.text for s in columnar().kept]
+        assert str(warm().trace) == str(columnar().trace)
         rows.append({
             "ceiling": ceiling,
             "segments": len(parts),
             "bytes": sum(len(t.encode()) for t in texts),
             "warm_us": median_us(warm, number, repeat),
             "stateless_us": median_us(fresh, number, repeat),
+            "columnar_us": median_us(columnar, number, repeat),
             "build_us": median_us(lambda: S.to_segments(parts), number, repeat),
             "count_hits_us": median_us(lambda: tok.count_many(texts), number, repeat),
         })
@@ -120,11 +144,12 @@ def threshold(quick: bool) -> list[dict]:
 
 
 def report(rows: list[dict], thresholds: list[dict]) -> str:
-    lines = ["| ceiling | warm fit | stateless request (new Segments, counts cached) | ratio | build 40 Segments | count_many, all hits |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| ceiling | warm fit | stateless: new Segments | ratio | stateless: fit_columns | ratio | build 40 Segments | count_many, all hits |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['ceiling']:,} | {r['warm_us']:.1f} µs | {r['stateless_us']:.1f} µs | "
-                     f"{r['stateless_us'] / r['warm_us']:.2f}× | {r['build_us']:.1f} µs | {r['count_hits_us']:.1f} µs |")
+                     f"{r['stateless_us'] / r['warm_us']:.2f}× | {r['columnar_us']:.1f} µs | {r['columnar_us'] / r['warm_us']:.2f}× | "
+                     f"{r['build_us']:.1f} µs | {r['count_hits_us']:.1f} µs |")
     lines += ["", "| cold batch | texts | 1 thread | 2 threads | 1 ÷ 2 |", "|---:|---:|---:|---:|---:|"]
     for t in thresholds:
         lines.append(f"| {t['bytes']:,} B | {t['texts']} | {t['one_thread_us']:.0f} µs | {t['two_threads_us']:.0f} µs | {t['speedup']:.2f}× |")

@@ -44,6 +44,7 @@ from ctxfast._core import (
     encoding_name_for_model,
     evict_indices,
     fit,
+    fit_columns,
 )
 from ctxfast import telemetry as telemetry
 from ctxfast._errors import (
@@ -71,10 +72,11 @@ from ctxfast._errors import (
 from ctxfast.calibration import Calibration, CalibrationResult
 
 if not _typing.TYPE_CHECKING:
-    # ``fit`` reports each fit to ``ctxfast.telemetry`` (rung stats, the DEBUG record, the span):
+    # ``fit`` (and ``fit_columns``) reports each fit to ``ctxfast.telemetry`` (rung stats, the DEBUG record, the span):
     # a wrapper with the core's name, docstring and signature, under 1 µs a call when nothing
     # listens (README, "Telemetry"). Type checkers see the core's ``fit`` itself.
     fit = telemetry._wrap(fit)
+    fit_columns = telemetry._wrap(fit_columns)
 
 if _typing.TYPE_CHECKING:
     from ctxfast._core import _PresetName as PresetName
@@ -114,6 +116,7 @@ __all__ = [
     "encoding_name_for_model",
     "evict_indices",
     "fit",
+    "fit_columns",
     "CounterError",
     "CtxfastError",
     "InvalidArgumentError",

@@ -52,6 +52,7 @@ __all__ = [
     "encoding_name_for_model",
     "evict_indices",
     "fit",
+    "fit_columns",
 ]
 
 __version__: str
@@ -1327,6 +1328,62 @@ def fit(
         CounterError: A counting callable raised or returned something other than an
             int >= 0.
         TextEncodingError: ``separator`` holds a lone surrogate.
+    """
+
+def fit_columns(
+    texts: list[str],
+    budget: Budget,
+    *,
+    layers: list[PromptLayer | str] | None = None,
+    keys: list[str | int | None] | None = None,
+    scores: list[float] | None = None,
+    groups: list[str | int | None] | None = None,
+    tokens: list[int | None] | None = None,
+    recoverable: list[bool] | None = None,
+    stale: list[bool] | None = None,
+    tools: list[tuple[str, str | None] | tuple[str, str | None, int | None] | None] | None = None,
+    policy: Policy | str | None = None,
+    tokenizer: Tokenizer | Callable[[str], int] | None = None,
+    separator: str | None = None,
+    previous: Fit | None = None,
+    cache: CacheProfile | _CacheName | str | None = None,
+) -> Fit:
+    """Fits a request given as columns, one item a row: the same ``Fit`` as ``fit`` over
+    ``[Segment(texts[i], layers[i], keys[i], scores[i], tokens=tokens[i], ...)]``.
+
+    For a server that holds its request as strings: the whole request crosses into the core
+    once, without a ``Segment`` object built per row, and the ``Fit``'s segments are only made
+    when ``kept`` / ``evicted`` / ``truncated`` are read. Each carries ``meta={"index": i}``
+    (with ``"tool"`` and ``"arguments"`` for a row with a tool call), naming its row.
+
+    Args:
+        texts: The request, in order: a non-empty list of str.
+        budget: The window, reserve and caps.
+        layers: Per row, a ``PromptLayer`` or its name; CONVERSATION for every row when None.
+        keys: Per row, a key (str, int or None); no keys when None.
+        scores: Per row, a relevance in [0, 1] (None for 0.0); 0.0 for every row when None.
+        groups: Per row, an eviction group (str, int or None).
+        tokens: Per row, a count the caller already has, or None to count the text.
+        recoverable: Per row, whether an authoritative copy exists outside the request.
+        stale: Per row, whether the content is out of date.
+        tools: Per row, None or ``(name, arguments)`` or ``(name, arguments, step)``: what a
+            digest record says of a tool call (a ``Segment``'s ``meta`` "tool", "arguments",
+            "step").
+        policy: As ``fit``'s.
+        tokenizer: As ``fit``'s.
+        separator: As ``fit``'s.
+        previous: As ``fit``'s.
+        cache: As ``fit``'s.
+
+    Returns:
+        A ``Fit``, as ``fit`` returns it.
+
+    Raises:
+        Unfittable: As ``fit``.
+        InvalidArgumentError: ``texts`` is empty, a column's length differs from ``texts``',
+            a score is outside [0, 1] or a count is negative (the message names the row,
+            ``scores[3]``).
+        ArgumentTypeError: A column or one of its items has the wrong type.
     """
 
 def evict_indices(

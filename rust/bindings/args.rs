@@ -251,13 +251,18 @@ pub fn ident_arg(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<S
 
 /// A relevance score in [0, 1]; 0.0 when absent.
 pub fn score_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    score_named(obj, "score")
+}
+
+/// `score_arg` for an argument named `arg` (a column's item: `scores[3]`).
+pub fn score_named(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<f64> {
     let Some(o) = obj else { return Ok(0.0) };
     if o.is_instance_of::<PyBool>() || !(o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>()) {
-        return Err(wrong_type(o, "score", "a float in [0, 1]"));
+        return Err(wrong_type(o, arg, "a float in [0, 1]"));
     }
     let v: f64 = o.extract()?;
     if !(0.0..=1.0).contains(&v) {
-        return Err(InvalidArgumentError::new_err(format!("argument 'score' must be a relevance in [0, 1], got {v}")));
+        return Err(InvalidArgumentError::new_err(format!("argument '{arg}' must be a relevance in [0, 1], got {v}")));
     }
     Ok(v)
 }

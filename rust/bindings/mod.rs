@@ -19,6 +19,7 @@ mod errors;
 mod framing;
 mod fingerprint;
 mod fit;
+mod fit_columns;
 mod gil;
 mod layer;
 mod models;
@@ -63,6 +64,8 @@ mod _core {
     use super::cache_plan::{CacheProfile, CacheReport};
     #[pymodule_export]
     use super::fit::fit;
+    #[pymodule_export]
+    use super::fit_columns::fit_columns;
     #[pymodule_export]
     use super::records::_fit_records;
     #[pymodule_export]

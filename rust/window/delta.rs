@@ -243,12 +243,7 @@ impl Window {
         }
         self.entries = entries;
         // The key index again, reusing the keys of entries still held (most of them).
-        let mut old = std::mem::take(&mut self.held_keys);
-        self.held_keys = self
-            .entries
-            .iter()
-            .filter_map(|e| e.seg.key.as_deref().map(|k| (old.remove_entry(k).map_or_else(|| Box::from(k), |(b, _)| b), e.id)))
-            .collect();
+        self.held_keys = super::persist_v2::index_keys(&self.entries, std::mem::take(&mut self.held_keys));
         // What the delta brought counts as changed at its revision (the journal keeps its floor).
         for &id in &upserted {
             self.journal.entries.insert(id, d.revision);

@@ -9,6 +9,7 @@
 //! changes it, so a delta applied to the wrong window, out of order or with a change missed
 //! still fails the check.
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -103,7 +104,7 @@ impl Window {
         let policy = read_policy(b.policy, policy_digest)?;
         let names = rung_names(&policy);
         let why = Ledger::from_packed(b.why.0.to_vec(), names).ok_or_else(|| refused("its why ledger is not well formed"))?;
-        let held_keys = b.entries.iter().filter_map(|e| e.seg.key.as_deref().map(|k| (Box::from(k), e.id))).collect();
+        let held_keys = index_keys(&b.entries, Default::default());
         let mut w = Window {
             limit: b.limit,
             reserve: b.reserve,
@@ -181,6 +182,19 @@ impl Window {
         );
         hash_of(&parts)
     }
+}
+
+/// The key index of `entries` (key -> entry id), reusing the boxed keys of `old` where they
+/// are still held.
+pub(super) fn index_keys(entries: &[Entry], mut old: FxHashMap<Box<str>, u64>) -> FxHashMap<Box<str>, u64> {
+    let mut index = FxHashMap::with_capacity_and_hasher(entries.len(), Default::default());
+    for e in entries {
+        if let Some(k) = e.seg.key.as_deref() {
+            let boxed = old.remove_entry(k).map_or_else(|| Box::from(k), |(b, _)| b);
+            index.insert(boxed, e.id);
+        }
+    }
+    index
 }
 
 /// Policies read lately, by the digest of their text: a server restores windows of a few

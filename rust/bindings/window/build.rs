@@ -1,14 +1,12 @@
 //! `ContextWindow(...)`: reading the constructor's arguments into a new window.
 
-use std::collections::HashMap;
-
 use pyo3::prelude::*;
 
 use super::super::args;
 use super::super::cache_plan::CacheArgs;
 use super::super::counting::resolve_tokenizer;
 use super::super::policy::policy_arg;
-use super::state::{ContextWindow, Guarded, State};
+use super::state::{ContextWindow, Guarded, Objects, State};
 use crate::window::Window;
 
 #[allow(clippy::too_many_arguments)]
@@ -40,5 +38,5 @@ pub(super) fn new_window(
     core.set_cache(profile);
     let horizon = args::opt_count(why_horizon, "why_horizon")?;
     core.set_why_horizon(horizon.map(|h| u64::try_from(h).unwrap_or(u64::MAX)));
-    Ok(ContextWindow { tokenizer: tok.unbind(), state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }) })
+    Ok(ContextWindow { tokenizer: tok.unbind(), state: Guarded::new(State { core, objects: Objects::default(), last_fit: None }) })
 }

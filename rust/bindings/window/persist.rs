@@ -17,7 +17,7 @@ use super::super::counting::resolve_tokenizer;
 use super::super::errors::InvalidArgumentError;
 use super::super::tokenizer::Tokenizer;
 use super::persist_json;
-use super::state::{lock, ContextWindow, Guarded, State};
+use super::state::{lock, ContextWindow, Guarded, Objects, State};
 use crate::window::persist::{is_binary, Extras};
 use crate::window::delta::Applied;
 use crate::window::{Entry, Window};
@@ -176,10 +176,10 @@ pub(super) fn apply_delta(py: Python<'_>, w: &ContextWindow, delta: &Bound<'_, P
 
 /// A window from a loaded core, with a segment object per held entry sharing its data.
 pub(super) fn restore(py: Python<'_>, core: Window, mut metas: HashMap<u64, Py<PyAny>>, tokenizer: Bound<'_, Tokenizer>) -> PyResult<ContextWindow> {
-    let me = ContextWindow { tokenizer: tokenizer.unbind(), state: Guarded::new(State { core, objects: HashMap::new(), last_fit: None }) };
+    let me = ContextWindow { tokenizer: tokenizer.unbind(), state: Guarded::new(State { core, objects: Objects::default(), last_fit: None }) };
     {
         let mut st = lock(py, &me.state)?;
-        let mut objects = HashMap::with_capacity(st.core.entries().len());
+        let mut objects = Objects::with_capacity_and_hasher(st.core.entries().len(), Default::default());
         for e in st.core.entries() {
             objects.insert(e.id, me.object_for(py, e, metas.remove(&e.id))?);
         }

@@ -1,8 +1,6 @@
 //! The window's Python-side state: the core `Window` and the segment object standing for each
 //! held entry, behind one mutex that is always taken with the GIL released.
 
-use std::collections::HashMap;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -16,10 +14,13 @@ use super::super::tokenizer::Tokenizer;
 use crate::window::ledger::Cause;
 use crate::window::{Admit, Changes, Entry, Window};
 
+/// The segment object standing for each held entry, by entry id.
+pub(super) type Objects = rustc_hash::FxHashMap<u64, Py<Segment>>;
+
 pub(super) struct State {
     pub(super) core: Window,
     /// The Python object standing for each held entry, so callers get back what they gave.
-    pub(super) objects: HashMap<u64, Py<Segment>>,
+    pub(super) objects: Objects,
     pub(super) last_fit: Option<Py<Fit>>,
 }
 
