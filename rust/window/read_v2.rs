@@ -75,7 +75,8 @@ pub(super) fn read_body(body: &[u8]) -> CtxResult<(BodyIn<'_>, ExtrasOut)> {
     for _ in 0..n {
         let (id, at_seg) = take::<u64>(rest)?;
         let (seg, after) = take::<SegmentData>(at_seg)?;
-        let written = at_seg.get(..at_seg.len() - after.len()).unwrap_or_default();
+        // `after` is what follows the segment in `at_seg`: the segment is the bytes before it.
+        let written = at_seg.len().checked_sub(after.len()).and_then(|n| at_seg.get(..n)).unwrap_or_default();
         seg.digest.set(xxh3_128(written));
         let (t, after) = take::<EntryTail>(after)?;
         entries.push(Entry { id, seg: Arc::new(seg), tokens: t.tokens, version: t.version, admitted_cycle: t.admitted_cycle, provenance: t.provenance });
