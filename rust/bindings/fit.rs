@@ -11,7 +11,8 @@ use super::counting::{resolve_tokenizer, with_source};
 use super::errors::InvalidArgumentError;
 use super::outcome::Fit;
 use super::outcome_build::{build_fit, Originals};
-use super::policy::policy_arg;
+use super::policy::{policy_arg, Policy};
+use super::tokenizer::Tokenizer;
 use super::segment::{segments_arg, settle_counts};
 use super::segment::Segment;
 use crate::engine::cache::{fingerprint, fit_planned, settle};
@@ -93,18 +94,35 @@ pub fn fit(
     let names = input_name.map(|n| input_names(py, &segs, &n)).transpose()?;
     let counts = settle_counts(py, tok, &segs)?;
     let data: Vec<&SegmentData> = segs.iter().map(|s| s.get().data.as_ref()).collect();
-    let (budget, policy) = (&budget.get().inner, &policy.get().inner);
-    let fps: Vec<u64> = data.iter().zip(&counts).map(|(d, &n)| fingerprint(d, n)).collect();
     let opts = FitOptions { separator: sep, framing, names: names.as_ref(), pins: &[] };
+    let objects = Originals::Objects(segs.iter().map(|s| s.clone().unbind()).collect());
+    fit_counted(py, &data, &counts, budget.get(), policy.get(), tok, &opts, &cached, objects)
+}
+
+/// The fit of segments whose counts are settled: planned for the prompt cache, run, settled,
+/// and returned as a `Fit` over `originals` (`fit` and `fit_columns` share it).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_counted(
+    py: Python<'_>,
+    data: &[&SegmentData],
+    counts: &[usize],
+    budget: &Budget,
+    policy: &Policy,
+    tok: &Tokenizer,
+    opts: &FitOptions<'_>,
+    cached: &CacheArgs,
+    originals: Originals,
+) -> PyResult<Fit> {
+    let (budget, policy) = (&budget.inner, &policy.inner);
+    let fps: Vec<u64> = data.iter().zip(counts).map(|(d, &n)| fingerprint(d, n)).collect();
     let previous = cached.previous.as_deref();
     let planned = with_source(py, tok, data.len(), |src| {
-        fit_planned(&data, &counts, &fps, budget, policy, src, &opts, previous, &cached.profile)
+        fit_planned(data, counts, &fps, budget, policy, src, opts, previous, &cached.profile)
     })?;
     let mut out = planned.outcome;
     let rungs = policy.rungs.iter().map(|r| r.name.clone()).collect();
-    let (sent, report) = settle(&mut out, planned.cut, &fps, &counts, &[], rungs, previous, &cached.profile, None, Vec::new(), cached.asked);
-    let objects = Originals::Objects(segs.iter().map(|s| s.clone().unbind()).collect());
-    let mut fit = build_fit(py, objects, policy, tok.counter_id(), out)?;
+    let (sent, report) = settle(&mut out, planned.cut, &fps, counts, &[], rungs, previous, &cached.profile, None, Vec::new(), cached.asked);
+    let mut fit = build_fit(py, originals, policy, tok.counter_id(), out)?;
     attach(py, &mut fit, sent, report)?;
     if !tok.is_exact() {
         fit.exactness = "estimate".into();

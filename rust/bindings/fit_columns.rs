@@ -12,15 +12,15 @@ use pyo3::types::{PyList, PyTuple};
 
 use super::args;
 use super::budget::Budget;
-use super::cache_plan::{attach, CacheArgs};
-use super::counting::{resolve_tokenizer, with_source};
+use super::cache_plan::CacheArgs;
+use super::counting::resolve_tokenizer;
 use super::errors::InvalidArgumentError;
 use super::layer::layer_arg;
 use super::outcome::Fit;
-use super::outcome_build::{build_fit, Originals, RecordMeta};
+use super::fit::fit_counted;
+use super::outcome_build::{Originals, RecordMeta};
 use super::policy::policy_arg;
 use super::records::list;
-use crate::engine::cache::{fingerprint, fit_planned, settle};
 use crate::engine::{FitOptions, Layer, SegmentData, ToolCall};
 
 /// A column given as a list of `rows` items, or None (every row takes the default).
@@ -151,22 +151,8 @@ pub fn fit_columns(
     let counts: Vec<usize> = data.iter().map(|d| d.tokens.or_else(|| found.next()).unwrap_or(0)).collect();
 
     let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
-    let (budget, policy) = (&budget.get().inner, &policy.get().inner);
-    let fps: Vec<u64> = refs.iter().zip(&counts).map(|(d, &n)| fingerprint(d, n)).collect();
     let opts = FitOptions { separator: sep, framing: 0, names: None, pins: &[] };
-    let previous = cached.previous.as_deref();
-    let planned = with_source(py, tok, refs.len(), |src| {
-        fit_planned(&refs, &counts, &fps, budget, policy, src, &opts, previous, &cached.profile)
-    })?;
-    let mut out = planned.outcome;
-    let rungs = policy.rungs.iter().map(|r| r.name.clone()).collect();
-    let (sent, report) = settle(&mut out, planned.cut, &fps, &counts, &[], rungs, previous, &cached.profile, None, Vec::new(), cached.asked);
     let metas = (0..rows).map(RecordMeta::Index).collect();
-    let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
-    let mut fit = build_fit(py, originals, policy, tok.counter_id(), out)?;
-    attach(py, &mut fit, sent, report)?;
-    if !tok.is_exact() {
-        fit.exactness = "estimate".into();
-    }
-    Ok(fit)
+    let originals = Originals::Records { data: data.clone(), metas, built: pyo3::sync::PyOnceLock::new() };
+    fit_counted(py, &refs, &counts, budget.get(), policy.get(), tok, &opts, &cached, originals)
 }
