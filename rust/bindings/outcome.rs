@@ -86,7 +86,7 @@ impl Trace {
             for r in &s.rows {
                 let d = PyDict::new(py);
                 d.set_item("rung", &s.name)?;
-                d.set_item("label", &r.label)?;
+                d.set_item("label", r.label.as_str())?;
                 d.set_item("action", r.action)?;
                 d.set_item("removed", r.delta)?;
                 d.set_item("layer", &*r.layer)?;

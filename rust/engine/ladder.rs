@@ -287,7 +287,7 @@ impl<'a> Ladder<'a> {
                 rung_tokens = rung_tokens.saturating_sub(before_unit.saturating_sub(self.unit_tokens(u)));
                 // A digest dropped later is not the exchange it stood for: "digest of ex1".
                 let label = self.unit_label(u);
-                let label = if was_digest { format!("digest of {label}") } else { label };
+                let label = if was_digest { compact_str::format_compact!("digest of {label}") } else { label };
                 rows.push(self.row(label, layers, before_total, rung.action));
             }
         }

@@ -74,10 +74,15 @@ pub struct FitLedger {
     pub rung_firings: Vec<usize>,
 }
 
+/// A trace row's unit label: kept inline up to 24 bytes, so rows with short labels (`ex12`,
+/// `chunk4031`, `#17`) cost no allocation each.
+pub type Label = compact_str::CompactString;
+
 /// One row of the trace: a removal and the running totals after it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
-    pub label: String,
+    /// What the unit is called; short ones are held inline (see `Label`).
+    pub label: Label,
     /// How much the request total fell.
     pub delta: usize,
     pub action: &'static str,

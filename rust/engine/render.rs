@@ -74,7 +74,7 @@ fn one_line(r: &Row, w: &Widths, layer_w: usize) -> String {
 }
 
 fn two_lines(r: &Row, w: &Widths, layer_w: usize) -> [String; 2] {
-    let label = if w.label <= MAX_LABEL_PAD { pad_right(&r.label, w.label) } else { r.label.clone() };
+    let label = if w.label <= MAX_LABEL_PAD { pad_right(&r.label, w.label) } else { r.label.to_string() };
     [
         format!("   {label}  {}−{}", verb(r), pad_left(&thousands(r.delta), w.delta)),
         format!("{}{}", " ".repeat(FIGURES_INDENT), figures(r, layer_w)),

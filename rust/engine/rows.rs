@@ -3,21 +3,23 @@
 use std::sync::Arc;
 
 use super::ladder::Ladder;
-use super::outcome::Row;
+use compact_str::format_compact;
+
+use super::outcome::{Label, Row};
 use super::policy::Action;
 use super::segment::{Layer, LayerSet};
 use crate::limits::signed;
 
 impl Ladder<'_> {
     /// What a unit is called in the trace: by input positions when the caller named its input.
-    pub(super) fn unit_label(&self, u: usize) -> String {
+    pub(super) fn unit_label(&self, u: usize) -> Label {
         match self.names {
-            Some(n) => n.name_of(self.members(u)),
+            Some(n) => n.name_of(self.members(u)).into(),
             // `naming::default_label`, from the name the unit kept when it was built: reading it
             // from the segment again would miss the cache on every row of a large request.
             None => match self.units[u].name {
-                Some(name) => name.to_string(),
-                None => format!("#{}", self.units[u].position),
+                Some(name) => name.into(),
+                None => format_compact!("#{}", self.units[u].position),
             },
         }
     }
@@ -50,7 +52,7 @@ impl Ladder<'_> {
         (heading, named.iter().map(|l| self.layer_sizes[l.index()]).sum())
     }
 
-    pub(super) fn row(&mut self, label: String, layers: LayerSet, before: usize, action: Action) -> Row {
+    pub(super) fn row(&mut self, label: Label, layers: LayerSet, before: usize, action: Action) -> Row {
         let total_after = self.total();
         let (layer, layer_after) = self.layer_column(layers);
         Row {

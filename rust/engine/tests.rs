@@ -64,7 +64,7 @@ fn seed000_trace_number_for_number() {
     let rows: Vec<(String, usize, usize, usize, i64)> = out.trace.sections[0]
         .rows
         .iter()
-        .map(|r| (r.label.clone(), r.delta, r.layer_after, r.total_after, r.over_after))
+        .map(|r| (r.label.to_string(), r.delta, r.layer_after, r.total_after, r.over_after))
         .collect();
     assert_eq!(
         rows,
