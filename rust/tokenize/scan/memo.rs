@@ -9,20 +9,22 @@
 //! - longer ones in 32-byte slots: up to 24 bytes stored whole, beyond that by length and
 //!   xxh3-128 digest, as the per-text count cache keys texts.
 //!
-//! Both are two-way and start small: a table doubles (keeping what it holds) each time it has
-//! taken in a quarter of its size of new pieces, or its pairs overflow, up to a fixed ceiling
-//! (64 Ki short slots, 1 MiB; 128 Ki long ones, 4 MiB). Why: a thread counting one kind of text
+//! Both are set-associative in 64-byte buckets (`ways`: four short slots or two long ones a
+//! bucket) and start small: a table doubles (keeping what it holds) each time it has taken in
+//! new pieces for a quarter (two ways) or half (four ways) of its slots, or its buckets overflow,
+//! up to a fixed ceiling (64 Ki short slots, 1 MiB; 128 Ki long ones, 4 MiB). Why: a thread counting one kind of text
 //! keeps a few thousand pieces, and a table sized to them stays in the nearer caches (a first
 //! load into a 1 MiB table was a third of a count); a thread seeing Japanese or Chinese text,
 //! whose long runs are each a piece, gets room for tens of thousands of them (at 16 Ki long
 //! slots, many of a CJK text's pieces were evicted before they came back, and each miss is a
-//! BPE of ~30 bytes). Bounded whatever the traffic: at the ceiling a new piece replaces the older
-//! of its pair.
+//! BPE of ~30 bytes). Bounded whatever the traffic: at the ceiling a new piece replaces the oldest
+//! of its bucket.
 
 use std::cell::RefCell;
 
 use xxhash_rust::xxh3::xxh3_128;
 
+use super::ways::Ways;
 use super::Pattern;
 
 /// Pieces up to this many bytes are stored whole in the long table.
@@ -30,116 +32,11 @@ const INLINE: usize = 24;
 /// Marks a slot keyed by digest.
 const LONG: u32 = 1 << 31;
 
-/// One entry: the key (`N` words), its tag (0: empty; `len + 1` for a piece stored whole;
-/// `LONG | len` for a digest) and the count.
-#[derive(Clone, Copy)]
-struct Slot<const N: usize> {
-    key: [u64; N],
-    tag: u32,
-    count: u32,
-}
-
-/// A two-way set-associative table of `1 << bits` slots, growing to `1 << max_bits`.
-struct Ways<const N: usize> {
-    slots: Box<[Slot<N>]>,
-    bits: u32,
-    max_bits: u32,
-    /// Pieces stored since the table last grew.
-    fills: usize,
-    /// Of those, the ones that pushed a piece out.
-    evictions: usize,
-}
-
-const EMPTY_TAG: u32 = 0;
-
-impl<const N: usize> Ways<N> {
-    fn new(bits: u32, max_bits: u32) -> Self {
-        Ways { slots: empty(bits), bits, max_bits, fills: 0, evictions: 0 }
-    }
-
-    /// A key may sit in either slot of its pair; a new one goes first and the first moves
-    /// second, so of two pieces that keep meeting neither evicts the other.
-    #[inline(always)]
-    fn count(&mut self, key: [u64; N], tag: u32, piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
-        let at = index(&key, tag, self.bits) & !1;
-        let Some(pair) = self.slots.get_mut(at..at + 2) else { return count(piece) };
-        for slot in pair.iter() {
-            if slot.tag == tag && slot.key == key {
-                return slot.count as usize;
-            }
-        }
-        let n = count(piece);
-        if let Ok(stored) = u32::try_from(n) {
-            self.evictions += usize::from(pair[1].tag != EMPTY_TAG);
-            pair[1] = pair[0];
-            pair[0] = Slot { key, tag, count: stored };
-            self.fills += 1;
-            // Grow when a quarter of the table is new since it last grew, or sooner when pairs
-            // overflow (pieces that keep meeting in one pair would otherwise push each other out
-            // on every text).
-            if (self.fills > self.slots.len() / 4 || self.evictions > self.slots.len() / 64) && self.bits < self.max_bits {
-                self.grow();
-            }
-        }
-        n
-    }
-
-    /// Starts loading the pair of `key` into the cache, without waiting for it.
-    #[inline(always)]
-    fn prefetch(&self, key: &[u64; N], tag: u32) {
-        if let Some(slot) = self.slots.get(index(key, tag, self.bits) & !1) {
-            touch(slot);
-        }
-    }
-
-    /// Doubles the table, rehashing what it holds (a pair that overflows keeps its newer two).
-    #[cold]
-    fn grow(&mut self) {
-        let bits = self.bits + 1;
-        let mut slots = empty::<N>(bits);
-        // Older slots first, so a newer one lands in front of an older one of the same pair.
-        for pair in self.slots.chunks_exact(2) {
-            for slot in pair.iter().rev().filter(|s| s.tag != EMPTY_TAG) {
-                let at = index(&slot.key, slot.tag, bits) & !1;
-                if let Some(new) = slots.get_mut(at..at + 2) {
-                    new[1] = new[0];
-                    new[0] = *slot;
-                }
-            }
-        }
-        self.slots = slots;
-        self.bits = bits;
-        self.fills = 0;
-        self.evictions = 0;
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.slots.len()
-    }
-}
-
-/// A prefetch of `slot`'s cache line.
-#[inline(always)]
-fn touch<T>(slot: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it never faults and changes nothing the program can see, and
-    // the address is that of a live slot of ours. (Why at all: a count of cached pieces waited
-    // mostly on its slots' first loads; issued a batch ahead, those loads overlap.)
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((slot as *const T).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = slot;
-}
-
-fn empty<const N: usize>(bits: u32) -> Box<[Slot<N>]> {
-    vec![Slot { key: [0; N], tag: EMPTY_TAG, count: 0 }; 1 << bits].into_boxed_slice()
-}
-
 pub struct Memo {
-    short: Ways<1>,
-    long: Ways<3>,
+    /// Four ways of one word: pieces of up to 8 bytes, tagged `len + 1`.
+    short: Ways<1, 4>,
+    /// Two ways of three words: longer pieces, tagged `len + 1`, or `LONG | len` for a digest.
+    long: Ways<3, 2>,
 }
 
 thread_local! {
@@ -175,7 +72,8 @@ pub fn forget(pattern: Pattern) {
 
 impl Memo {
     fn new() -> Self {
-        Memo { short: Ways::new(12, 16), long: Ways::new(10, 17) }
+        // Buckets of 64 bytes: 64 KiB to 1 MiB short, 32 KiB to 4 MiB long.
+        Memo { short: Ways::new(10, 14), long: Ways::new(9, 16) }
     }
 
     /// The count of `piece`, from the cache or from `count` (then remembered).
@@ -184,22 +82,22 @@ impl Memo {
         self.count_in(piece, 0, piece.len(), count)
     }
 
-    /// Starts loading the slots the piece `s[start..end]` would be found in (pieces of up to 24
-    /// bytes; a longer one's digest is not worth computing twice).
+    /// The cached count of the piece of `len` (1..=8) bytes at `s[start..]`, when the text has
+    /// eight bytes from `start` (else None, as for a miss): the hit path of a count, one load of
+    /// the text and one bucket, small enough to inline into the scanning loop. Everything else
+    /// (misses, longer pieces, the last bytes of a text) goes through `count_in`.
     #[inline(always)]
-    pub fn prefetch(&self, s: &[u8], start: usize, end: usize) {
-        let Some(piece) = s.get(start..end) else { return };
-        if piece.len() <= 8 {
-            self.short.prefetch(&[word_in(s, start, piece, 0)], piece.len() as u32 + 1);
-        } else if piece.len() <= INLINE {
-            let key = [word_in(s, start, piece, 0), word_in(s, start, piece, 1), word_in(s, start, piece, 2)];
-            self.long.prefetch(&key, piece.len() as u32 + 1);
-        }
+    pub fn short_hit(&self, s: &[u8], start: usize, len: usize) -> Option<usize> {
+        let w = s.get(start..start.saturating_add(8))?;
+        // len is 1..=8, so the shift is 0..=56.
+        let key = load(w) & (u64::MAX >> (64 - 8 * (len.clamp(1, 8) as u32)));
+        self.short.get(&[key], len as u32 + 1)
     }
 
     /// The count of the piece `s[start..end]`. Taking the whole text lets a key be read as whole
-    /// words where the text goes on past the piece, masked to its length.
-    #[inline]
+    /// words where the text goes on past the piece, masked to its length. Out of line: the
+    /// common hit is `short_hit`.
+    #[inline(never)]
     pub fn count_in(&mut self, s: &[u8], start: usize, end: usize, count: impl FnOnce(&[u8]) -> usize) -> usize {
         let Some(piece) = s.get(start..end) else { return 0 };
         if piece.len() <= 8 {
@@ -256,18 +154,6 @@ fn word(piece: &[u8], k: usize) -> u64 {
         Some(w) => u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
         None => piece.get(lo..).unwrap_or(&[]).iter().rev().fold(0u64, |w, &b| (w << 8) | u64::from(b)),
     }
-}
-
-/// The slot of a key. Multiplicative mixing wraps by design (a hash, not a count).
-#[inline(always)]
-fn index<const N: usize>(key: &[u64; N], tag: u32, bits: u32) -> usize {
-    const MIX: [u64; 3] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9];
-    let mut h = u64::from(tag);
-    for (k, (&w, &m)) in key.iter().zip(MIX.iter()).enumerate() {
-        h ^= w.wrapping_mul(m).rotate_left(23 * k as u32);
-    }
-    let h = (h ^ (h >> 31)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    (h >> (64 - bits)) as usize
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod cl100k;
 mod classes;
 mod memo;
 mod o200k;
+mod ways;
 mod text;
 #[cfg(test)]
 mod tests;
@@ -24,48 +25,56 @@ pub enum Pattern {
 /// The exact count of `text`: the BPE count of each piece (`bpe_count`), through this thread's
 /// piece cache.
 pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
-    // One loop per pattern, so each scanner is inlined into its own.
+    // One loop per pattern, so each scanner's ASCII path is inlined into its own.
     match pattern {
-        Pattern::O200k => count_with(text.as_bytes(), pattern, o200k::piece_end, bpe_count),
-        Pattern::Cl100k => count_with(text.as_bytes(), pattern, cl100k::piece_end, bpe_count),
+        Pattern::O200k => count_with(text.as_bytes(), pattern, ascii::o200k, o200k_general, bpe_count),
+        Pattern::Cl100k => count_with(text.as_bytes(), pattern, ascii::cl100k, cl100k_general, bpe_count),
     }
 }
 
-/// Pieces looked up at a time: scanned first, their cache slots prefetched, then counted, so
-/// the slots' loads from memory overlap instead of each waiting for the last.
-const BATCH: usize = 16;
-/// Below this many bytes a text is counted piece by piece, without the read-ahead.
-const SHORT_TEXT: usize = 256;
+/// The scanners whole, out of line: the loop inlines only their ASCII paths (a call per piece,
+/// and the general path's registers, were a third of a cached count of English).
+#[inline(never)]
+fn o200k_general(s: &[u8], at: usize) -> usize {
+    o200k::piece_end(s, at)
+}
+
+#[inline(never)]
+fn cl100k_general(s: &[u8], at: usize) -> usize {
+    cl100k::piece_end(s, at)
+}
 
 #[inline(always)]
-fn count_with(s: &[u8], pattern: Pattern, piece_end: impl Fn(&[u8], usize) -> usize, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
+fn count_with(
+    s: &[u8],
+    pattern: Pattern,
+    fast: impl Fn(&[u8], usize) -> Option<usize>,
+    general: impl Fn(&[u8], usize) -> usize,
+    bpe_count: impl Fn(&[u8]) -> usize,
+) -> usize {
     memo::with(pattern, |memo| {
         let Some(memo) = memo else {
-            return piece_by_piece(s, &piece_end, |at, end| bpe_count(s.get(at..end).unwrap_or(&[])));
+            return piece_by_piece(s, &general, |at, end| bpe_count(s.get(at..end).unwrap_or(&[])));
         };
-        // A short text's few slots are not worth a second pass: prefetching them works each
-        // piece's key out twice and overlaps next to nothing.
-        if s.len() < SHORT_TEXT {
-            return piece_by_piece(s, &piece_end, |at, end| memo.count_in(s, at, end, &bpe_count));
-        }
-        let mut n = 0usize;
-        let mut at = 0;
-        let mut ends = [0usize; BATCH];
+        // The ASCII scanner and the short table's hit path are inlined here; misses and longer
+        // pieces go out of line.
+        let next = |at: usize| match fast(s, at) {
+            Some(end) if end > at && end <= s.len() => end,
+            _ => next_end(s, at, &general),
+        };
+        let lookup = |memo: &mut memo::Memo, at: usize, end: usize| {
+            let len = end - at;
+            let hit = if len <= 8 { memo.short_hit(s, at, len) } else { None };
+            match hit {
+                Some(c) => c,
+                None => memo.count_in(s, at, end, &bpe_count),
+            }
+        };
+        let (mut n, mut at) = (0usize, 0);
         while at < s.len() {
-            let mut k = 0;
-            let mut p = at;
-            while p < s.len() {
-                let Some(slot) = ends.get_mut(k) else { break };
-                let end = next_end(s, p, &piece_end);
-                memo.prefetch(s, p, end);
-                *slot = end;
-                p = end;
-                k += 1;
-            }
-            for &end in ends.get(..k).unwrap_or(&[]) {
-                n = n.saturating_add(memo.count_in(s, at, end, &bpe_count));
-                at = end;
-            }
+            let end = next(at);
+            n = n.saturating_add(lookup(memo, at, end));
+            at = end;
         }
         n
     })

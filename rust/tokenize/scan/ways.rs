@@ -1,0 +1,125 @@
+//! The piece cache's tables: set-associative, one 64-byte cache line a bucket.
+//!
+//! A bucket holds `W` slots of `N` key words (the short table: four slots of one word; the long
+//! table: two of three), aligned to its line, so a lookup waits on one load from memory.
+//! Why aligned: the slots were a flat array, and an allocation that size sits 16 bytes past a
+//! page boundary, so every pair of the long table and half of the short table's straddled two
+//! lines, and each lookup outside the L2 cache waited on two. Why four short ways: a pair
+//! overflows at a quarter full (the birthday bound), so the two-way short table grew to 512 KiB
+//! for the few thousand short pieces of an English text; four ways fill to half first.
+
+/// One entry: the key (`N` words), its tag (0: empty; else set by the caller, who compares it
+/// with the key, so a hit is exact) and the count.
+#[derive(Clone, Copy)]
+pub struct Slot<const N: usize> {
+    key: [u64; N],
+    tag: u32,
+    count: u32,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Bucket<const N: usize, const W: usize> {
+    /// Newest first.
+    slots: [Slot<N>; W],
+}
+
+pub const EMPTY_TAG: u32 = 0;
+
+/// `1 << bits` buckets, growing (keeping what they hold) to `1 << max_bits`.
+pub struct Ways<const N: usize, const W: usize> {
+    buckets: Box<[Bucket<N, W>]>,
+    bits: u32,
+    max_bits: u32,
+    /// Pieces stored since the table last grew.
+    fills: usize,
+    /// Of those, the ones that pushed a piece out.
+    evictions: usize,
+}
+
+impl<const N: usize, const W: usize> Ways<N, W> {
+    pub fn new(bits: u32, max_bits: u32) -> Self {
+        Ways { buckets: empty(bits), bits, max_bits, fills: 0, evictions: 0 }
+    }
+
+    /// The count stored for `key` and `tag`, if any.
+    #[inline(always)]
+    pub fn get(&self, key: &[u64; N], tag: u32) -> Option<usize> {
+        let b = self.buckets.get(index(key, tag, self.bits))?;
+        b.slots.iter().find(|s| s.tag == tag && s.key == *key).map(|s| s.count as usize)
+    }
+
+    /// The count of `key`, from the table or from `count` (then stored in front of its bucket,
+    /// pushing out the oldest of a full one).
+    #[inline(always)]
+    pub fn count(&mut self, key: [u64; N], tag: u32, piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
+        if let Some(n) = self.get(&key, tag) {
+            return n;
+        }
+        let n = count(piece);
+        let Ok(stored) = u32::try_from(n) else { return n };
+        let Some(b) = self.buckets.get_mut(index(&key, tag, self.bits)) else { return n };
+        let evicted = push(b, Slot { key, tag, count: stored });
+        self.evictions += usize::from(evicted);
+        self.fills += 1;
+        // Grow when the new pieces since the last growth would fill an eighth of the slots per
+        // way (a quarter for two ways, half for four), or sooner when buckets overflow (pieces
+        // that keep meeting in one bucket would otherwise push each other out on every text).
+        let slots = self.buckets.len() * W;
+        if (self.fills > slots / 8 * W || self.evictions > slots / 64) && self.bits < self.max_bits {
+            self.grow();
+        }
+        n
+    }
+
+    /// Doubles the table, rehashing what it holds (oldest first, so each keeps its order).
+    #[cold]
+    fn grow(&mut self) {
+        let bits = self.bits + 1;
+        let mut buckets = empty::<N, W>(bits);
+        for b in self.buckets.iter() {
+            for slot in b.slots.iter().rev().filter(|s| s.tag != EMPTY_TAG) {
+                if let Some(to) = buckets.get_mut(index(&slot.key, slot.tag, bits)) {
+                    push(to, *slot);
+                }
+            }
+        }
+        self.buckets = buckets;
+        self.bits = bits;
+        self.fills = 0;
+        self.evictions = 0;
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.buckets.len() * W
+    }
+}
+
+/// Puts `slot` in front of bucket `b`; whether a stored piece fell off the end.
+#[inline]
+fn push<const N: usize, const W: usize>(b: &mut Bucket<N, W>, slot: Slot<N>) -> bool {
+    let evicted = b.slots.last().is_some_and(|s| s.tag != EMPTY_TAG);
+    b.slots.rotate_right(1);
+    if let Some(first) = b.slots.first_mut() {
+        *first = slot;
+    }
+    evicted
+}
+
+fn empty<const N: usize, const W: usize>(bits: u32) -> Box<[Bucket<N, W>]> {
+    let slot = Slot { key: [0; N], tag: EMPTY_TAG, count: 0 };
+    vec![Bucket { slots: [slot; W] }; 1 << bits].into_boxed_slice()
+}
+
+/// The bucket of a key. Multiplicative mixing wraps by design (a hash, not a count).
+#[inline(always)]
+fn index<const N: usize>(key: &[u64; N], tag: u32, bits: u32) -> usize {
+    const MIX: [u64; 3] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9];
+    let mut h = u64::from(tag);
+    for (k, (&w, &m)) in key.iter().zip(MIX.iter()).enumerate() {
+        h ^= w.wrapping_mul(m).rotate_left(23 * k as u32);
+    }
+    let h = (h ^ (h >> 31)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    (h >> (64 - bits)) as usize
+}
