@@ -27,7 +27,7 @@ fn restore_stages() {
     let (Ok(s), Ok(d)) = (std::env::var("CTXFAST_PARK_SNAPSHOT"), std::env::var("CTXFAST_PARK_DELTA")) else { return };
     let (Ok(snap), Ok(delta)) = (std::fs::read(s), std::fs::read(d)) else { return };
     let n = 2000;
-    // CTXFAST_PROBE_ONLY=validate|scan|decode: that stage alone, for a profiler.
+    // CTXFAST_PROBE_ONLY=validate|scan|apply|resume|decode: that stage alone, for a profiler.
     if let Ok(only) = std::env::var("CTXFAST_PROBE_ONLY") {
         let Ok((w, _)) = Window::from_snapshot(&snap) else { return };
         let body = open(KIND_SNAPSHOT, &snap).map(|(_, b)| b).ok().unwrap_or_default();
@@ -36,6 +36,8 @@ fn restore_stages() {
             match only.as_str() {
                 "validate" => drop(std::hint::black_box(w.validate())),
                 "scan" => drop(std::hint::black_box(super::record::scan(&packed))),
+                "apply" => drop(std::hint::black_box(w.clone().with_deltas(&[&delta]))),
+                "resume" => drop(std::hint::black_box(Window::from_snapshot_and_deltas(&snap, &[&delta]))),
                 _ => drop(std::hint::black_box(super::read_v2::read_body(body))),
             }
         }
