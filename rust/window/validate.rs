@@ -2,7 +2,7 @@
 //! state's own invariants. A state that breaks any of them is refused whole, with the reason;
 //! nothing is repaired silently.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 
 use super::record::says_held;
 use super::{Window, ID_LIMIT, LIFETIME_MAX};
@@ -38,7 +38,9 @@ impl Window {
             return Err(broken("a ledger total is out of range"));
         }
         let mut ids = HashSet::with_capacity_and_hasher(self.entries.len(), Default::default());
-        let mut keys: HashMap<&[u8], u64> = HashMap::with_capacity_and_hasher(self.entries.len(), Default::default());
+        // Keyed entries, each found under its key in the key index (so no key is held twice:
+        // the index gives one id a key, and ids are unique).
+        let mut keyed = 0usize;
         let mut current_turns = 0;
         for (i, e) in self.entries.iter().enumerate() {
             // Built only for a message: formatting it for every entry costs a restore ~1 µs each.
@@ -55,15 +57,16 @@ impl Window {
                 current_turns += 1;
             }
             if let Some(k) = &e.seg.key {
-                if keys.insert(k.as_bytes(), e.id).is_some() {
-                    return Err(broken(format!("{}: key {k:?} is held twice", at())));
+                if self.held_keys.get(k.as_str()) != Some(&e.id) {
+                    return Err(broken(format!("{}: key {k:?} is held twice, or the key index says otherwise", at())));
                 }
+                keyed += 1;
             }
         }
         if current_turns > 1 {
             return Err(broken(format!("{current_turns} current turns are held; a window holds one")));
         }
-        if self.held_keys.len() != keys.len() || self.held_keys.iter().any(|(k, id)| keys.get(k.as_bytes()) != Some(id)) {
+        if self.held_keys.len() != keyed {
             return Err(broken("held_keys does not match the held entries"));
         }
         // The held keys and the keys whose answers say held are one set: every answer that
@@ -71,12 +74,12 @@ impl Window {
         // as many of those answers as held keys.
         let mut said_held = 0usize;
         for k in self.why.held_keys() {
-            if !keys.contains_key(k) {
+            if !std::str::from_utf8(k).is_ok_and(|k| self.held_keys.contains_key(k)) {
                 return Err(broken(format!("the ledger says {:?} is held, but no entry holds it", String::from_utf8_lossy(k))));
             }
             said_held += 1;
         }
-        if said_held != keys.len() {
+        if said_held != keyed {
             let missing = self.entries.iter().filter_map(|e| e.seg.key.as_deref()).find(|k| !self.why.get(k).is_some_and(|w| says_held(w.status)));
             return Err(broken(format!("key {:?} is held but its ledger says otherwise", missing.unwrap_or_default())));
         }
