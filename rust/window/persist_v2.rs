@@ -10,7 +10,7 @@
 //! still fails the check.
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::changes::Pending;
@@ -51,18 +51,32 @@ pub(super) struct BodyOut<'a> {
     revision: u64,
 }
 
-/// A version-2 body as read (by `read_v2`).
+/// A version-2 body as read (`read_v2`): the fields before the entries, the entries (read one
+/// by one, each segment's digest taken from its bytes), the fields after them.
 pub(super) struct BodyIn<'a> {
+    pub(super) head: BodyHead<'a>,
+    pub(super) entries: Vec<Entry>,
+    pub(super) tail: BodyTail<'a>,
+}
+
+/// `BodyOut`'s fields before `entries`, as read.
+#[derive(Deserialize)]
+pub(super) struct BodyHead<'a> {
     pub(super) limit: usize,
     pub(super) reserve: usize,
     pub(super) policy: &'a str,
     pub(super) policy_name: Option<String>,
     pub(super) low_watermark: Option<f64>,
-    pub(super) entries: Vec<Entry>,
+}
+
+/// `BodyOut`'s fields after `entries`, as read.
+#[derive(Deserialize)]
+pub(super) struct BodyTail<'a> {
     pub(super) next_id: u64,
     pub(super) cycle: u64,
     pub(super) fresh_unrecoverable: bool,
     pub(super) pending: Vec<Pending>,
+    #[serde(borrow)]
     pub(super) why: Bytes<'a>,
     pub(super) counters: Counters,
     pub(super) totals: Totals,
@@ -100,31 +114,32 @@ impl Window {
 
     /// A window from a version-2 body, not yet validated (see `Window::loaded`).
     pub(super) fn from_body_v2(b: BodyIn<'_>) -> CtxResult<Self> {
-        let policy_digest = xxh3_128(b.policy.as_bytes());
-        let policy = read_policy(b.policy, policy_digest)?;
+        let BodyIn { head: h, entries, tail: t } = b;
+        let policy_digest = xxh3_128(h.policy.as_bytes());
+        let policy = read_policy(h.policy, policy_digest)?;
         let names = rung_names(&policy);
-        let why = Ledger::from_packed(b.why.0.to_vec(), names).ok_or_else(|| refused("its why ledger is not well formed"))?;
-        let held_keys = index_keys(&b.entries, Default::default());
+        let why = Ledger::from_packed(t.why.0.to_vec(), names).ok_or_else(|| refused("its why ledger is not well formed"))?;
+        let held_keys = index_keys(&entries, Default::default());
         let mut w = Window {
-            limit: b.limit,
-            reserve: b.reserve,
+            limit: h.limit,
+            reserve: h.reserve,
             policy,
-            policy_name: b.policy_name,
-            low_watermark: b.low_watermark,
-            entries: b.entries,
-            next_id: b.next_id,
+            policy_name: h.policy_name,
+            low_watermark: h.low_watermark,
+            entries,
+            next_id: t.next_id,
             held_keys,
-            cycle: b.cycle,
-            fresh_unrecoverable: b.fresh_unrecoverable,
-            pending: b.pending,
+            cycle: t.cycle,
+            fresh_unrecoverable: t.fresh_unrecoverable,
+            pending: t.pending,
             why,
-            counters: b.counters,
-            totals: b.totals,
-            last_kept: b.last_kept,
-            stable_prefix_tokens: b.stable_prefix_tokens,
-            why_horizon: b.why_horizon,
-            cache: b.cache,
-            revision: b.revision,
+            counters: t.counters,
+            totals: t.totals,
+            last_kept: t.last_kept,
+            stable_prefix_tokens: t.stable_prefix_tokens,
+            why_horizon: t.why_horizon,
+            cache: t.cache,
+            revision: t.revision,
             journal: Default::default(),
         };
         // The writer hashed this very text: the policy's digest is the one just taken.

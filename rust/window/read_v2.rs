@@ -11,24 +11,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use xxhash_rust::xxh3::xxh3_128;
 
-use super::changes::Pending;
-use super::fields::Bytes;
-use super::ledger::{Counters, Totals};
 use super::persist::{refused, ExtrasOut};
-use super::persist_v2::BodyIn;
+use super::persist_v2::{BodyHead, BodyIn, BodyTail};
 use super::Entry;
-use crate::engine::cache::CacheProfile;
 use crate::engine::SegmentData;
 use crate::error::CtxResult;
-
-#[derive(Deserialize)]
-struct Head<'a> {
-    limit: usize,
-    reserve: usize,
-    policy: &'a str,
-    policy_name: Option<String>,
-    low_watermark: Option<f64>,
-}
 
 /// An entry's fields after its segment.
 #[derive(Deserialize)]
@@ -37,23 +24,6 @@ struct EntryTail {
     version: u32,
     admitted_cycle: u64,
     provenance: Option<Box<(Option<String>, String)>>,
-}
-
-#[derive(Deserialize)]
-struct Tail<'a> {
-    next_id: u64,
-    cycle: u64,
-    fresh_unrecoverable: bool,
-    pending: Vec<Pending>,
-    #[serde(borrow)]
-    why: Bytes<'a>,
-    counters: Counters,
-    totals: Totals,
-    last_kept: Vec<(u64, u32)>,
-    stable_prefix_tokens: usize,
-    why_horizon: Option<u64>,
-    cache: Option<CacheProfile>,
-    revision: u64,
 }
 
 /// Fewer bytes than any entry takes (its segment alone has an 8-byte score): a count of
@@ -66,7 +36,7 @@ fn take<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> CtxResult<(T, &'a [u8])> {
 
 /// A version-2 snapshot body and its extras, each held segment's digest already taken.
 pub(super) fn read_body(body: &[u8]) -> CtxResult<(BodyIn<'_>, ExtrasOut)> {
-    let (head, rest) = take::<Head<'_>>(body)?;
+    let (head, rest) = take::<BodyHead<'_>>(body)?;
     let (n, mut rest) = take::<usize>(rest)?;
     if n > rest.len() / MIN_ENTRY {
         return Err(refused(format!("it claims {n} entries in {} bytes", rest.len())));
@@ -82,30 +52,10 @@ pub(super) fn read_body(body: &[u8]) -> CtxResult<(BodyIn<'_>, ExtrasOut)> {
         entries.push(Entry { id, seg: Arc::new(seg), tokens: t.tokens, version: t.version, admitted_cycle: t.admitted_cycle, provenance: t.provenance });
         rest = after;
     }
-    let (t, rest) = take::<Tail<'_>>(rest)?;
+    let (tail, rest) = take::<BodyTail<'_>>(rest)?;
     let (extras, rest) = take::<ExtrasOut>(rest)?;
     if !rest.is_empty() {
         return Err(refused("bytes follow the state"));
     }
-    let body = BodyIn {
-        limit: head.limit,
-        reserve: head.reserve,
-        policy: head.policy,
-        policy_name: head.policy_name,
-        low_watermark: head.low_watermark,
-        entries,
-        next_id: t.next_id,
-        cycle: t.cycle,
-        fresh_unrecoverable: t.fresh_unrecoverable,
-        pending: t.pending,
-        why: t.why,
-        counters: t.counters,
-        totals: t.totals,
-        last_kept: t.last_kept,
-        stable_prefix_tokens: t.stable_prefix_tokens,
-        why_horizon: t.why_horizon,
-        cache: t.cache,
-        revision: t.revision,
-    };
-    Ok((body, extras))
+    Ok((BodyIn { head, entries, tail }, extras))
 }

@@ -57,15 +57,15 @@ fn restore_stages() {
     }, n));
     if let Ok((b, _)) = super::read_v2::read_body(body().ok().unwrap_or_default()) {
         println!("  policy parse       {:8.1} µs ({} B)", best_us(|| {
-            let doc: Result<serde_json::Value, _> = serde_json::from_str(b.policy);
+            let doc: Result<serde_json::Value, _> = serde_json::from_str(b.head.policy);
             if let Ok(doc) = doc { drop(crate::engine::policy_format::from_value(&doc)); }
-        }, n), b.policy.len());
+        }, n), b.head.policy.len());
         let texts: Vec<&[u8]> = b.entries.iter().map(|e| e.seg.text.as_bytes()).collect();
         println!("  utf8 std           {:8.1} µs", best_us(|| for t in &texts { std::hint::black_box(std::str::from_utf8(t).is_ok()); }, n));
         println!("  utf8 simd          {:8.1} µs", best_us(|| for t in &texts { std::hint::black_box(simdutf8::basic::from_utf8(t).is_ok()); }, n));
         println!("  copy texts         {:8.1} µs", best_us(|| { let v: Vec<String> = b.entries.iter().map(|e| e.seg.text.clone()).collect(); std::hint::black_box(v); }, n));
         println!("  clone segs         {:8.1} µs", best_us(|| { let v: Vec<SegmentData> = b.entries.iter().map(|e| (*e.seg).clone()).collect(); std::hint::black_box(v); }, n));
-        println!("  ledger scan        {:8.1} µs ({} B)", best_us(|| drop(super::record::scan(b.why.0)), n), b.why.0.len());
+        println!("  ledger scan        {:8.1} µs ({} B)", best_us(|| drop(super::record::scan(b.tail.why.0)), n), b.tail.why.0.len());
         println!("  seg hashes         {:8.1} µs", best_us(|| for e in &b.entries { drop(super::persist::hash_of(e.seg.as_ref())); }, n));
         println!("  seg one-shot       {:8.1} µs", best_us(|| { let mut buf = Vec::new(); for e in &b.entries { buf.clear(); if let Ok(x) = postcard::to_extend(e.seg.as_ref(), std::mem::take(&mut buf)) { buf = x; std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&buf)); } } }, n));
     }
