@@ -61,6 +61,13 @@ fn class(s: &[u8], i: usize) -> u8 {
     }
 }
 
+/// Whether ASCII byte `b` may lead a word as `[^\r\n\p{L}\p{N}]` (a space or a symbol);
+/// false for a byte past ASCII.
+#[inline(always)]
+pub fn leads(b: u8) -> bool {
+    matches!(CLASS[b as usize], SP | SYM)
+}
+
 /// The end of the piece of o200k_base starting at `i`, if the ASCII bytes decide it.
 #[inline(always)]
 pub fn o200k(s: &[u8], i: usize) -> Option<usize> {

@@ -94,6 +94,19 @@ impl Memo {
         self.short.get(&[key], len as u32 + 1)
     }
 
+    /// The cached count of the piece of `len` (1..=15) bytes that starts `w` (the text's next
+    /// sixteen bytes, already loaded by the scanner): the key `count_in` gives it, from `w`.
+    #[inline(always)]
+    pub fn key_hit(&self, w: u128, len: usize) -> Option<usize> {
+        let kept = w & (u128::MAX >> (128 - 8 * (len.clamp(1, 16) as u32)));
+        let (lo, hi) = (kept as u64, (kept >> 64) as u64);
+        if len <= 8 {
+            self.short.get(&[lo], len as u32 + 1)
+        } else {
+            self.long.get(&[lo, hi, 0], len as u32 + 1)
+        }
+    }
+
     /// The count of the piece `s[start..end]`. Taking the whole text lets a key be read as whole
     /// words where the text goes on past the piece, masked to its length. Out of line: the
     /// common hit is `short_hit`.
@@ -135,6 +148,12 @@ fn word_in(s: &[u8], start: usize, piece: &[u8], k: usize) -> u64 {
         Some(w) if w.len() == 8 && from >= tail => (load(w) >> (8 * (from - tail) as u32)) & mask,
         _ => word(piece, k),
     }
+}
+
+/// The sixteen bytes of `s` from `at`, as a little-endian number, when the text has them.
+#[inline(always)]
+pub fn load16(s: &[u8], at: usize) -> Option<u128> {
+    s.get(at..at.saturating_add(16))?.first_chunk::<16>().map(|b| u128::from_le_bytes(*b))
 }
 
 #[inline(always)]
