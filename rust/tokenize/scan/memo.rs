@@ -94,16 +94,19 @@ impl Memo {
         self.short.get(&[key], len as u32 + 1)
     }
 
-    /// The cached count of the piece of `len` (1..=15) bytes that starts `w` (the text's next
-    /// sixteen bytes, already loaded by the scanner): the key `count_in` gives it, from `w`.
+    /// The cached count of the piece of `len` (1..=15) bytes that starts `b` (the text's next
+    /// sixteen bytes): the key `count_in` gives it, read from `b` as two words.
     #[inline(always)]
-    pub fn key_hit(&self, w: u128, len: usize) -> Option<usize> {
-        let kept = w & (u128::MAX >> (128 - 8 * (len.clamp(1, 16) as u32)));
-        let (lo, hi) = (kept as u64, (kept >> 64) as u64);
+    pub fn key_hit(&self, b: &[u8; 16], len: usize) -> Option<usize> {
+        let (lo, hi) = b.split_at(8);
+        let (lo, hi) = (load(lo), load(hi));
+        let tag = len as u32 + 1;
         if len <= 8 {
-            self.short.get(&[lo], len as u32 + 1)
+            // len is 1..=8, so the shift is 0..=56.
+            self.short.get(&[lo & (u64::MAX >> (64 - 8 * len.max(1) as u32))], tag)
         } else {
-            self.long.get(&[lo, hi, 0], len as u32 + 1)
+            // len is 9..=16, so the shift is 0..=56.
+            self.long.get(&[lo, hi & (u64::MAX >> (128 - 8 * len.min(16) as u32)), 0], tag)
         }
     }
 
@@ -150,10 +153,10 @@ fn word_in(s: &[u8], start: usize, piece: &[u8], k: usize) -> u64 {
     }
 }
 
-/// The sixteen bytes of `s` from `at`, as a little-endian number, when the text has them.
+/// The sixteen bytes of `s` from `at`, when the text has them.
 #[inline(always)]
-pub fn load16(s: &[u8], at: usize) -> Option<u128> {
-    s.get(at..at.saturating_add(16))?.first_chunk::<16>().map(|b| u128::from_le_bytes(*b))
+pub fn load16(s: &[u8], at: usize) -> Option<&[u8; 16]> {
+    s.get(at..)?.first_chunk::<16>()
 }
 
 #[inline(always)]

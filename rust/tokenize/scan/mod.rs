@@ -10,9 +10,11 @@ mod cl100k;
 mod classes;
 mod memo;
 mod o200k;
-mod ways;
+mod letters;
 mod text;
-mod word8;
+mod ways;
+
+use letters::{Case, Letters};
 #[cfg(test)]
 mod tests;
 
@@ -28,8 +30,8 @@ pub enum Pattern {
 pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
     // One loop per pattern, so each scanner's ASCII path is inlined into its own.
     match pattern {
-        Pattern::O200k => count_with(text.as_bytes(), pattern, word8::o200k, ascii::o200k, o200k_general, bpe_count),
-        Pattern::Cl100k => count_with(text.as_bytes(), pattern, word8::cl100k, ascii::cl100k, cl100k_general, bpe_count),
+        Pattern::O200k => count_with(text.as_bytes(), pattern, Case::Split, ascii::o200k, o200k_general, bpe_count),
+        Pattern::Cl100k => count_with(text.as_bytes(), pattern, Case::Any, ascii::cl100k, cl100k_general, bpe_count),
     }
 }
 
@@ -49,7 +51,7 @@ fn cl100k_general(s: &[u8], at: usize) -> usize {
 fn count_with(
     s: &[u8],
     pattern: Pattern,
-    word: impl Fn(u128) -> Option<usize>,
+    case: Case,
     fast: impl Fn(&[u8], usize) -> Option<usize>,
     general: impl Fn(&[u8], usize) -> usize,
     bpe_count: impl Fn(&[u8]) -> usize,
@@ -72,19 +74,19 @@ fn count_with(
                 None => memo.count_in(s, at, end, &bpe_count),
             }
         };
+        let mut letters = Letters::new(case);
         let (mut n, mut at) = (0usize, 0);
         while at < s.len() {
-            // A word decided by its first sixteen bytes is its own key: no second read.
-            if let Some(w) = memo::load16(s, at) {
-                if let Some(len) = word(w) {
-                    let c = match memo.key_hit(w, len) {
-                        Some(c) => c,
-                        None => memo.count_in(s, at, at + len, &bpe_count),
-                    };
-                    n = n.saturating_add(c);
-                    at += len;
-                    continue;
-                }
+            // Words from the letter masks, their keys read from the text where it has 16 bytes.
+            if let Some(len) = letters.word(s, at) {
+                let hit = memo::load16(s, at).filter(|_| len < 16).and_then(|b| memo.key_hit(b, len));
+                let c = match hit {
+                    Some(c) => c,
+                    None => memo.count_in(s, at, at + len, &bpe_count),
+                };
+                n = n.saturating_add(c);
+                at += len;
+                continue;
             }
             let end = next(at);
             n = n.saturating_add(lookup(memo, at, end));
@@ -118,17 +120,6 @@ fn next_end(s: &[u8], at: usize, piece_end: impl Fn(&[u8], usize) -> usize) -> u
     }
 }
 
-/// The end of the piece at `at`: from its first sixteen bytes when they decide it (the count
-/// loop's own first step, so the tests of `pieces` against the regex cover it), else
-/// `piece_end`'s.
-#[inline(always)]
-fn step(s: &[u8], at: usize, word: impl Fn(u128) -> Option<usize>, piece_end: impl Fn(&[u8], usize) -> usize) -> usize {
-    match memo::load16(s, at).and_then(word) {
-        Some(len) => at + len,
-        None => next_end(s, at, piece_end),
-    }
-}
-
 /// Drops this thread's piece cache for `pattern`: the next count starts cold.
 pub fn forget(pattern: Pattern) {
     memo::forget(pattern);
@@ -136,13 +127,18 @@ pub fn forget(pattern: Pattern) {
 
 /// The pieces of `text`, in order; together they are `text`.
 pub fn pieces(pattern: Pattern, text: &str) -> Pieces<'_> {
-    Pieces { pattern, text, at: 0 }
+    let case = match pattern {
+        Pattern::O200k => Case::Split,
+        Pattern::Cl100k => Case::Any,
+    };
+    Pieces { pattern, text, at: 0, letters: Letters::new(case) }
 }
 
 pub struct Pieces<'a> {
     pattern: Pattern,
     text: &'a str,
     at: usize,
+    letters: Letters,
 }
 
 impl<'a> Iterator for Pieces<'a> {
@@ -154,9 +150,13 @@ impl<'a> Iterator for Pieces<'a> {
         if self.at >= s.len() {
             return None;
         }
-        let end = match self.pattern {
-            Pattern::O200k => step(s, self.at, word8::o200k, o200k::piece_end),
-            Pattern::Cl100k => step(s, self.at, word8::cl100k, cl100k::piece_end),
+        // The count loop's first step, so the tests of `pieces` against the regex cover it.
+        let end = match self.letters.word(s, self.at) {
+            Some(len) => self.at + len,
+            None => match self.pattern {
+                Pattern::O200k => next_end(s, self.at, o200k::piece_end),
+                Pattern::Cl100k => next_end(s, self.at, cl100k::piece_end),
+            },
         };
         let piece = self.text.get(self.at..end)?;
         self.at = end;
