@@ -1,9 +1,11 @@
 //! Arbitrary text through the hand-written o200k and cl100k scanners (`tokenize::scan`) and
 //! through the regexes they replace (bpe-openai's pre-tokenizer): the pieces must be the same.
-//! The bytes are read as UTF-8, invalid sequences replaced, so every input is a text.
+//! The bytes are read as UTF-8, invalid sequences replaced, so every input is a text. The
+//! count through this thread's piece cache (kept across inputs, so keys of every length meet)
+//! must be the sum of the regex's pieces' counts.
 #![no_main]
 
-use ctxfast::tokenize::scan::{pieces, Pattern};
+use ctxfast::tokenize::scan::{count, pieces, Pattern};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,5 +14,7 @@ fuzz_target!(|data: &[u8]| {
         let ours: Vec<&str> = pieces(pattern, &text).collect();
         let theirs: Vec<&str> = tok.split(&text).collect();
         assert_eq!(ours, theirs, "{pattern:?} splits {text:?} differently");
+        let expected: usize = theirs.iter().map(|p| tok.bpe.count(p.as_bytes())).sum();
+        assert_eq!(count(pattern, &text, |p| tok.bpe.count(p)), expected, "{pattern:?} counts {text:?} differently");
     }
 });

@@ -101,23 +101,33 @@ impl Letters {
     /// text's end, no letters).
     #[inline(always)]
     fn read(&self, s: &[u8], from: usize, len: usize) -> (u64, u64) {
-        let (mut upper, mut lower) = (0u64, 0u64);
-        for k in 0..len / 8 {
-            let at = from.saturating_add(8 * k);
-            let w = match s.get(at..).map(|b| b.first_chunk::<8>()) {
-                Some(Some(b)) => u64::from_le_bytes(*b),
-                Some(None) => word(s.get(at..).unwrap_or(&[])),
-                None => 0,
-            };
-            let (up, low) = match self.case {
-                Case::Split => (in_range(w, b'A', b'Z'), in_range(w, b'a', b'z')),
-                Case::Any => (0, in_range(w | (LANES * 0x20), b'a', b'z')),
-            };
-            upper |= gather(up) << (8 * k);
-            lower |= gather(low) << (8 * k);
+        let bytes = s.get(from..).unwrap_or(&[]);
+        let bytes = bytes.get(..len).unwrap_or(bytes);
+        match self.case {
+            Case::Split => masks(bytes, |w| (in_range(w, b'A', b'Z'), in_range(w, b'a', b'z'))),
+            Case::Any => masks(bytes, |w| (0, in_range(w | (LANES * 0x20), b'a', b'z'))),
         }
-        (upper, lower)
     }
+}
+
+/// The two masks of `bytes` (at most `SPAN`), eight at a time, by `classify`'s lanes.
+#[inline(always)]
+fn masks(bytes: &[u8], classify: impl Fn(u64) -> (u64, u64)) -> (u64, u64) {
+    let (chunks, tail) = bytes.as_chunks::<8>();
+    let (mut upper, mut lower) = (0u64, 0u64);
+    let mut add = |k: usize, w: u64| {
+        let (up, low) = classify(w);
+        // k < SPAN / 8, so the shift is below 64.
+        upper |= gather(up) << (8 * k);
+        lower |= gather(low) << (8 * k);
+    };
+    for (k, chunk) in chunks.iter().enumerate().take(SPAN / 8) {
+        add(k, u64::from_le_bytes(*chunk));
+    }
+    if !tail.is_empty() && chunks.len() < SPAN / 8 {
+        add(chunks.len(), word(tail));
+    }
+    (upper, lower)
 }
 
 /// Whether a word that stops before byte `i` of `s` cannot go on: the text ends, or the next

@@ -159,6 +159,17 @@ pub fn load16(s: &[u8], at: usize) -> Option<&[u8; 16]> {
     s.get(at..)?.first_chunk::<16>()
 }
 
+/// Up to sixteen bytes of `s` from `at`, zero past the text's end (`key_hit` keeps only the
+/// piece's own bytes, so the key is the same as from `load16`).
+#[inline]
+pub fn padded16(s: &[u8], at: usize) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    let rest = s.get(at..).unwrap_or(&[]);
+    let n = rest.len().min(16);
+    b[..n].copy_from_slice(&rest[..n]);
+    b
+}
+
 #[inline(always)]
 fn load(w: &[u8]) -> u64 {
     match w.first_chunk::<8>() {

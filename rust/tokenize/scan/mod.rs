@@ -79,7 +79,12 @@ fn count_with(
         while at < s.len() {
             // Words from the letter masks, their keys read from the text where it has 16 bytes.
             if let Some(len) = letters.word(s, at) {
-                let hit = memo::load16(s, at).filter(|_| len < 16).and_then(|b| memo.key_hit(b, len));
+                let hit = match memo::load16(s, at) {
+                    Some(b) if len < 16 => memo.key_hit(b, len),
+                    // The text's last bytes: the same key from a padded copy.
+                    None if len < 16 => memo.key_hit(&memo::padded16(s, at), len),
+                    _ => None,
+                };
                 let c = match hit {
                     Some(c) => c,
                     None => memo.count_in(s, at, at + len, &bpe_count),
