@@ -13,9 +13,13 @@ chunks, the question), 40 segments. Under ``Policy.context_window()`` at three c
 
 - warm fit: the same ``Segment`` objects every call (each remembers its count);
 - stateless: new ``Segment`` objects every call, their counts found in the tokenizer's cache;
-- columnar: ``ctxfast.fit_columns`` over lists built from the parts every call (the tool calls'
-  arguments encoded to JSON text there too), the whole request in one crossing, no ``Segment``
-  per item; the same kept texts;
+- columnar: ``ctxfast.fit_columns`` over lists built from the parts every call, the whole
+  request in one crossing, no ``Segment`` per item; the same kept texts. A tool call's arguments
+  are passed as the JSON text they arrive as: OpenAI's Chat and Responses APIs send
+  ``function.arguments`` as a string, so a server has that text and encodes nothing (the parts
+  get it once, as the payload is received: ``wire_parts``). The same column with the arguments
+  encoded from a dict every call (what a server holding them as objects, Anthropic's
+  ``tool_use.input``, would do) is reported beside it;
 - its parts: building the 40 segments, and ``count_many`` of their texts (all cache hits).
 
 The threshold: ``count_many(texts, cache=False)`` over batches of 2-16 texts of 256 B-16 KB, in
@@ -31,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -64,6 +69,14 @@ def request_parts() -> list:
 _ARGUMENTS = json.JSONEncoder(sort_keys=True, default=repr).encode
 
 
+def wire_parts(parts: list) -> list:
+    """The parts as a server receives them: each tool call's arguments also as JSON text (the
+    string OpenAI's APIs send), written as ``Segment(meta=...)`` writes the dict, so both routes
+    show the same digests."""
+    return [p if p.tool_call is None else replace(p, tool_call={**p.tool_call, "arguments": _ARGUMENTS(p.tool_call["args"])})
+            for p in parts]
+
+
 def columns(parts: list) -> dict:
     """The request as ``fit_columns`` takes it: a list per field, built from the parts."""
     return {
@@ -74,12 +87,19 @@ def columns(parts: list) -> dict:
         "groups": [p.group for p in parts],
         "recoverable": [p.recoverable for p in parts],
         "stale": [p.stale for p in parts],
-        "tools": [None if p.tool_call is None else (p.tool_call["name"], _ARGUMENTS(p.tool_call["args"]), p.turn) for p in parts],
+        "tools": [None if p.tool_call is None else (p.tool_call["name"], p.tool_call["arguments"], p.turn) for p in parts],
     }
 
 
+def columns_encoding(parts: list) -> dict:
+    """``columns``, the tool calls' arguments encoded from their dicts on every call."""
+    cols = columns(parts)
+    cols["tools"] = [None if p.tool_call is None else (p.tool_call["name"], _ARGUMENTS(p.tool_call["args"]), p.turn) for p in parts]
+    return cols
+
+
 def overhead(quick: bool) -> list[dict]:
-    parts = request_parts()
+    parts = wire_parts(request_parts())
     tok = ctxfast.Tokenizer.default()
     policy = ctxfast.Policy.context_window()
     texts = [p.text for p in parts]
@@ -92,8 +112,9 @@ def overhead(quick: bool) -> list[dict]:
         warm = lambda: ctxfast.fit(warm_segments, budget, policy=policy, tokenizer=tok)  # noqa: E731
         fresh = lambda: ctxfast.fit(S.to_segments(parts), budget, policy=policy, tokenizer=tok)  # noqa: E731
         columnar = lambda: ctxfast.fit_columns(budget=budget, policy=policy, tokenizer=tok, **columns(parts))  # noqa: E731
+        encoding = lambda: ctxfast.fit_columns(budget=budget, policy=policy, tokenizer=tok, **columns_encoding(parts))  # noqa: E731
         assert [s.text for s in warm().kept] == [s.text for s in fresh().kept] == [s.text for s in columnar().kept]
-        assert str(warm().trace) == str(columnar().trace)
+        assert str(warm().trace) == str(columnar().trace) == str(encoding().trace)
         rows.append({
             "ceiling": ceiling,
             "segments": len(parts),
@@ -101,6 +122,7 @@ def overhead(quick: bool) -> list[dict]:
             "warm_us": median_us(warm, number, repeat),
             "stateless_us": median_us(fresh, number, repeat),
             "columnar_us": median_us(columnar, number, repeat),
+            "encoding_us": median_us(encoding, number, repeat),
             "build_us": median_us(lambda: S.to_segments(parts), number, repeat),
             "count_hits_us": median_us(lambda: tok.count_many(texts), number, repeat),
         })
@@ -144,11 +166,13 @@ def threshold(quick: bool) -> list[dict]:
 
 
 def report(rows: list[dict], thresholds: list[dict]) -> str:
-    lines = ["| ceiling | warm fit | stateless: new Segments | ratio | stateless: fit_columns | ratio | build 40 Segments | count_many, all hits |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| ceiling | warm fit | stateless: new Segments | ratio | stateless: fit_columns | ratio "
+             "| fit_columns, arguments encoded | ratio | build 40 Segments | count_many, all hits |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['ceiling']:,} | {r['warm_us']:.1f} µs | {r['stateless_us']:.1f} µs | "
-                     f"{r['stateless_us'] / r['warm_us']:.2f}× | {r['columnar_us']:.1f} µs | {r['columnar_us'] / r['warm_us']:.2f}× | "
+        ratio = lambda k: f"{r[k] / r['warm_us']:.2f}×"  # noqa: E731
+        lines.append(f"| {r['ceiling']:,} | {r['warm_us']:.1f} µs | {r['stateless_us']:.1f} µs | {ratio('stateless_us')} | "
+                     f"{r['columnar_us']:.1f} µs | {ratio('columnar_us')} | {r['encoding_us']:.1f} µs | {ratio('encoding_us')} | "
                      f"{r['build_us']:.1f} µs | {r['count_hits_us']:.1f} µs |")
     lines += ["", "| cold batch | texts | 1 thread | 2 threads | 1 ÷ 2 |", "|---:|---:|---:|---:|---:|"]
     for t in thresholds:

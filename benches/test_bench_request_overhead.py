@@ -14,6 +14,7 @@ def test_request_overhead_runs(quick: bool) -> None:
     rows = ro.overhead(quick)
     thresholds = ro.threshold(quick)
     assert [r["ceiling"] for r in rows] == list(ro.CEILINGS)
-    assert all(r["segments"] == 40 and r["warm_us"] > 0 and r["stateless_us"] > 0 and r["columnar_us"] > 0 for r in rows)
+    assert all(r["segments"] == 40 and r["warm_us"] > 0 and r["stateless_us"] > 0 and r["columnar_us"] > 0 and r["encoding_us"] > 0
+               for r in rows)
     assert {(t["bytes"], t["texts"]) for t in thresholds} == {(b, n) for b in ro.BATCH_BYTES for n in (2, 4, 16)}
     print(ro.report(rows, thresholds))

@@ -116,3 +116,58 @@ def test_texts_are_counted_once_through_the_cache():
     fresh = ctxfast.Tokenizer.from_encoding("o200k_base", cache_capacity=1000)
     ctxfast.fit_columns(["x y z"], Budget(100), tokenizer=fresh, tokens=[3])
     assert fresh.cache_info().misses == 0
+
+
+def test_a_cache_miss_is_counted_once_and_stored():
+    # fit_columns reads the cache itself (hashing each text once) and counts only its misses.
+    tok = ctxfast.Tokenizer.from_encoding("o200k_base", cache_capacity=1000)
+    texts = [f"miss {i} " * 30 for i in range(5)]
+    cold = ctxfast.fit_columns(texts, Budget(10_000), tokenizer=tok)
+    info = tok.cache_info()
+    assert (info.hits, info.misses, info.entries) == (0, 5, 5)
+    assert cold.total == sum(tok.count(t) for t in texts)
+    ctxfast.fit_columns(texts, Budget(10_000), tokenizer=tok)
+    assert tok.cache_info().misses == 5
+    # Without a count cache, and through a callable's own cache, the counts are the same.
+    for other in (ctxfast.Tokenizer.from_encoding("o200k_base", cache_capacity=0), lambda s: tok.count(s)):
+        assert ctxfast.fit_columns(texts, Budget(10_000), tokenizer=other).total == cold.total
+
+
+def test_a_previous_fit_is_recognised_across_fit_and_fit_columns():
+    # Both routes fingerprint a row alike (text, count, tool call, key): the previous request
+    # of either is the unchanged prefix of the other's.
+    rows = [{"text": f"turn {i}: " + "words " * 40, "layer": PromptLayer.CONVERSATION, "key": f"k{i}", "score": 0.0,
+             "group": None, "tokens": None, "recoverable": False, "stale": False,
+             "tool": ("read", f"f{i}.py") if i % 3 == 0 else None} for i in range(12)]
+    budget = Budget(100_000)
+    by_columns = ctxfast.fit_columns(budget=budget, cache="openai", **as_columns(rows))
+    by_segments = ctxfast.fit(as_segments(rows), budget, cache="openai")
+    again = ctxfast.fit(as_segments(rows), budget, cache="openai", previous=by_columns)
+    assert again.cache.unchanged_prefix == by_columns.total == again.total
+    again = ctxfast.fit_columns(budget=budget, cache="openai", previous=by_segments, **as_columns(rows))
+    assert again.cache.unchanged_prefix == by_segments.total == again.total
+    # A changed tool call is a changed row.
+    rows[0]["tool"] = ("read", "other.py")
+    changed = ctxfast.fit_columns(budget=budget, cache="openai", previous=by_segments, **as_columns(rows))
+    assert changed.cache.unchanged_prefix == 0
+
+
+def test_a_layer_name_is_read_in_any_case():
+    got = ctxfast.fit_columns(["a", "b"], Budget(100), layers=["SYSTEM", "Conversation"])
+    assert [s.layer for s in got.kept] == [PromptLayer.SYSTEM, PromptLayer.CONVERSATION]
+
+
+def test_texts_come_back_from_the_callers_strings():
+    # fit_columns borrows the texts for the fit; the Fit reads them back from the caller's str
+    # objects (texts(), kept, evicted, a shortened copy), and a surrogate pair is joined as fit joins it.
+    pair = "smile \ud83d\ude00 " * 3
+    texts = ["system text", pair, "old " * 400, "middle " * 30, "ask"]
+    layers = ["system", "conversation", "tool_result", "conversation", "current_turn"]
+    segs = [Segment(t, layer) for t, layer in zip(texts, layers)]
+    for window in (10_000, 200, 60):
+        want = ctxfast.fit(segs, Budget(window), policy="agent")
+        got = ctxfast.fit_columns(texts, Budget(window), layers=layers, policy="agent")
+        assert got.texts() == want.texts()
+        assert outcome(got) == outcome(want)
+        assert [(t.original.text, t.segment.text) for t in got.truncated] == [(t.original.text, t.segment.text) for t in want.truncated]
+    assert "\U0001F600" in ctxfast.fit_columns(texts, Budget(10_000), layers=layers).texts()[1]

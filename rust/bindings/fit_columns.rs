@@ -5,10 +5,11 @@
 //! only made if the caller reads `Fit.kept` / `evicted` / `truncated`, each with
 //! `meta={"index": i}` naming its row.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 
 use super::args;
 use super::budget::Budget;
@@ -21,6 +22,8 @@ use super::fit::fit_counted;
 use super::outcome_build::{Originals, RecordMeta};
 use super::policy::policy_arg;
 use super::records::list;
+use super::tokenizer::Tokenizer;
+use crate::cache::CountCache;
 use crate::engine::{FitOptions, Layer, SegmentData, ToolCall};
 
 /// A column given as a list of `rows` items, or None (every row takes the default).
@@ -60,6 +63,40 @@ fn tool_item(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ToolCall>> {
         None => None,
     };
     Ok(Some(ToolCall { tool: text(t.get_item(0)?)?, arguments: text(t.get_item(1)?)?, step }))
+}
+
+/// The rows' counts: the caller's, else the native counter's cache read by `keys` (the texts'
+/// `CountCache::key`), and what is left counted in one batch. The cache is read here rather
+/// than by `count_strs` so the texts are not hashed again for it; a miss is counted uncached
+/// and stored under its key, so the cache's hits and misses read as `count_many`'s would.
+fn counts(py: Python<'_>, tok: &Tokenizer, data: &[Arc<SegmentData>], texts: &[&str], keys: &[u128]) -> PyResult<Vec<usize>> {
+    let cache = tok.native_counter().map(|c| c.cache()).filter(|c| c.enabled());
+    let mut counts = Vec::with_capacity(data.len());
+    let mut missing: Vec<(usize, &str, u128)> = Vec::new();
+    for (i, ((d, &text), &key)) in data.iter().zip(texts).zip(keys).enumerate() {
+        match d.tokens.or_else(|| cache.and_then(|c| c.get(key))) {
+            Some(n) => counts.push(n),
+            None => {
+                counts.push(0);
+                missing.push((i, text, key));
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(counts);
+    }
+    let texts: Vec<&str> = missing.iter().map(|m| m.1).collect();
+    // Without a cache read here (a callable's counter), the counter's own cache serves.
+    let found = tok.count_strs(py, &texts, cache.is_none())?;
+    for (&(i, _, key), n) in missing.iter().zip(found) {
+        if let Some(c) = cache {
+            c.insert(key, n);
+        }
+        if let Some(slot) = counts.get_mut(i) {
+            *slot = n;
+        }
+    }
+    Ok(counts)
 }
 
 /// Fits a request given as columns, one item a row: the same `Fit` as `fit` over
@@ -120,10 +157,30 @@ pub fn fit_columns(
         _ => None,
     };
 
-    let mut data = Vec::with_capacity(rows);
+    // The texts are borrowed from the caller's str objects for the whole crossing, not copied
+    // into the core (copying them was a tenth of a cached request): `items` holds a reference to
+    // each, so nothing the caller does meanwhile (the GIL may be released) frees one. A str whose
+    // surrogate pairs had to be joined is the one copy, kept in its row's data.
+    // (Filled by loops: a `collect` into `PyResult` cannot size its vector and grew it by
+    // reallocation, a few per cent of the call.)
+    let mut items: Vec<Bound<'_, PyAny>> = Vec::with_capacity(rows);
     for i in 0..rows {
-        let text = texts.get_item(i)?;
-        let mut d = SegmentData::new(args::text_item_joined(&text, "texts", i)?.into_owned(), Layer::Conversation);
+        items.push(texts.get_item(i)?);
+    }
+    let mut joined: Vec<Cow<'_, str>> = Vec::with_capacity(rows);
+    for (i, t) in items.iter().enumerate() {
+        joined.push(args::text_item_joined(t, "texts", i)?);
+    }
+    let strs: Vec<&str> = joined.iter().map(|t| t.as_ref()).collect();
+    let mut held: Vec<Option<Py<PyString>>> = Vec::with_capacity(rows);
+    let mut data = Vec::with_capacity(rows);
+    for (i, (text, obj)) in joined.iter().zip(&items).enumerate() {
+        let (own, kept) = match (text, obj.cast::<PyString>()) {
+            (Cow::Borrowed(_), Ok(s)) => (String::new(), Some(s.clone().unbind())),
+            _ => (text.as_ref().to_owned(), None),
+        };
+        held.push(kept);
+        let mut d = SegmentData::new(own, Layer::Conversation);
         if let Some(l) = item(&layers, i)? {
             d.layer = named(|n| layer_arg(&l, n), "layers", i)?;
         }
@@ -145,14 +202,13 @@ pub fn fit_columns(
         data.push(Arc::new(d));
     }
 
-    // Counted in one batch (the cache first), but for the rows whose count the caller gave.
-    let uncounted: Vec<&str> = data.iter().filter(|d| d.tokens.is_none()).map(|d| d.text.as_str()).collect();
-    let mut found = tok.count_strs(py, &uncounted, true)?.into_iter();
-    let counts: Vec<usize> = data.iter().map(|d| d.tokens.or_else(|| found.next()).unwrap_or(0)).collect();
+    // Each text is hashed once: its key finds the count in the cache and starts its fingerprint.
+    let keys: Vec<u128> = strs.iter().map(|t| CountCache::key(t)).collect();
+    let counts = counts(py, tok, &data, &strs, &keys)?;
 
     let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
-    let opts = FitOptions { separator: sep, framing: 0, names: None, pins: &[] };
+    let opts = FitOptions { separator: sep, framing: 0, names: None, pins: &[], texts: Some(&strs) };
     let metas = (0..rows).map(RecordMeta::Index).collect();
-    let originals = Originals::Records { data: data.clone(), metas, built: pyo3::sync::PyOnceLock::new() };
-    fit_counted(py, &refs, &counts, budget.get(), policy.get(), tok, &opts, &cached, originals)
+    let originals = Originals::Records { data: data.clone(), metas, texts: held, built: pyo3::sync::PyOnceLock::new() };
+    fit_counted(py, &refs, &counts, Some(&keys), budget.get(), policy.get(), tok, &opts, &cached, originals)
 }

@@ -83,12 +83,14 @@ impl PromptLayer {
 
 /// A PromptLayer or its name.
 pub fn layer_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Layer> {
-    if let Ok(l) = obj.cast::<PromptLayer>() {
-        return Ok((*l.get()).into());
-    }
+    // A name first: the cheaper check (no class object to fetch), and the form columns and
+    // adapters pass.
     if let Ok(s) = obj.cast::<PyString>() {
         let name = s.to_str()?;
         return Layer::from_name(name).map_err(|e| InvalidArgumentError::new_err(format!("argument '{arg}': {e}")));
+    }
+    if let Ok(l) = obj.cast::<PromptLayer>() {
+        return Ok((*l.get()).into());
     }
     Err(args::wrong_type(obj, arg, "a PromptLayer or a layer name"))
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
 use super::cache_plan::CacheReport;
 use super::outcome::{Fit, FitLedger, Removed, Shortened, Trace};
@@ -26,7 +26,10 @@ pub enum RecordMeta {
 /// The segments a fit was given.
 pub enum Originals {
     Objects(Vec<Py<Segment>>),
-    Records { data: Vec<Arc<SegmentData>>, metas: Vec<RecordMeta>, built: PyOnceLock<Vec<Py<Segment>>> },
+    /// Records, each with its text in its data or, where `texts[i]` is set (`fit_columns`), in
+    /// the caller's str: the fit borrowed it, and its data's text is empty. The text is copied
+    /// only when the record becomes a `Segment`.
+    Records { data: Vec<Arc<SegmentData>>, metas: Vec<RecordMeta>, texts: Vec<Option<Py<PyString>>>, built: PyOnceLock<Vec<Py<Segment>>> },
 }
 
 /// A segment of the result: one of the originals, or one the fit made (a digest record, a
@@ -53,6 +56,24 @@ fn record_meta<'py>(py: Python<'py>, meta: &RecordMeta, data: &SegmentData) -> P
 }
 
 impl Originals {
+    /// Records whose data hold their texts.
+    pub fn records(data: Vec<Arc<SegmentData>>, metas: Vec<RecordMeta>) -> Self {
+        Originals::Records { data, metas, texts: Vec::new(), built: PyOnceLock::new() }
+    }
+
+    /// Record `i`'s data, with its text even when that is held apart in `texts`.
+    fn whole(py: Python<'_>, data: &[Arc<SegmentData>], texts: &[Option<Py<PyString>>], i: usize) -> PyResult<Option<Arc<SegmentData>>> {
+        let Some(d) = data.get(i) else { return Ok(None) };
+        match texts.get(i) {
+            Some(Some(s)) => {
+                let mut whole = SegmentData::clone(d);
+                whole.text = s.bind(py).to_str()?.to_string();
+                Ok(Some(Arc::new(whole)))
+            }
+            _ => Ok(Some(d.clone())),
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             Originals::Objects(v) => v.len(),
@@ -60,6 +81,7 @@ impl Originals {
         }
     }
 
+    /// Segment `i`'s data; a record's text held apart is not in it (`text` and `get` read that).
     fn data(&self, py: Python<'_>, i: usize) -> Option<Arc<SegmentData>> {
         match self {
             Originals::Objects(v) => v.get(i).map(|s| s.bind(py).get().data.clone()),
@@ -83,13 +105,14 @@ impl Originals {
         let missing = || pyo3::exceptions::PyIndexError::new_err(format!("no segment {i} in this fit"));
         match self {
             Originals::Objects(v) => v.get(i).map(|s| s.clone_ref(py)).ok_or_else(missing),
-            Originals::Records { data, metas, built } => {
+            Originals::Records { data, metas, texts, built } => {
                 let all = built.get_or_try_init(py, || {
-                    data.iter()
+                    (0..data.len())
                         .zip(metas)
-                        .map(|(d, m)| {
-                            let meta = record_meta(py, m, d)?.into_any().unbind();
-                            Py::new(py, Segment::from_shared(d.clone(), Some(meta)))
+                        .map(|(j, m)| {
+                            let d = Originals::whole(py, data, texts, j)?.ok_or_else(missing)?;
+                            let meta = record_meta(py, m, &d)?.into_any().unbind();
+                            Py::new(py, Segment::from_shared(d, Some(meta)))
                         })
                         .collect::<PyResult<Vec<_>>>()
                 })?;
@@ -99,6 +122,11 @@ impl Originals {
     }
 
     pub fn text(&self, py: Python<'_>, i: usize) -> String {
+        if let Originals::Records { texts, .. } = self {
+            if let Some(Some(s)) = texts.get(i) {
+                return s.bind(py).to_str().map(str::to_string).unwrap_or_default();
+            }
+        }
         self.data(py, i).map(|d| d.text.clone()).unwrap_or_default()
     }
 }
@@ -136,6 +164,7 @@ pub fn build_fit(
         kept.push(match k {
             Kept::Original(i) => SegRef::Original(*i),
             Kept::Truncated { index, text, tokens } => {
+                // The data of a record whose text is held apart has an empty text: replaced here.
                 let orig = originals.data(py, *index).ok_or_else(|| missing(*index))?;
                 let mut data = (*orig).clone();
                 data.text = text.clone();

@@ -270,7 +270,7 @@ pub fn fit_columns(
     let (sent, report) = settle(&mut out, planned.cut, &fps, &costs, &front, rungs, previous, &cached.profile, None, marks, cached.asked);
     let (order, cuts) = kept_order(&out, records);
     let digests = out.digests.iter().map(|d| d.text.clone()).collect();
-    let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
+    let originals = Originals::records(data, metas);
     let mut fit = build_fit(py, originals, policy_ref, tok.counter_id(), out)?;
     attach(py, &mut fit, sent, report)?;
     fit.provider = about.provider;

@@ -162,7 +162,7 @@ pub fn _fit_template(
         metas.push(RecordMeta::Fixed(TOOLS.to_string()));
     }
     let data = done.segments.into_iter().map(Arc::new).collect();
-    let originals = Originals::Records { data, metas, built: pyo3::sync::PyOnceLock::new() };
+    let originals = Originals::records(data, metas);
     let mut fit = build_fit(py, originals, policy_ref, tok.counter_id(), done.outcome)?;
     attach(py, &mut fit, sent, report)?;
     fit.provider = Some("chat".into());

@@ -2,7 +2,7 @@
 //! exchange. Each returns the layers it changed (None when it changed nothing), for the trace's
 //! layer column.
 
-use super::digest::digest_text;
+use super::digest::digest_text_of;
 use super::ladder::Ladder;
 use super::outcome::{DigestRecord, Removal, Taken, Target, Truncation};
 use super::policy::Until;
@@ -85,10 +85,10 @@ impl Ladder<'_> {
         // A caller-given count covers more than the text (message framing, say): that overhead
         // stays with the shortened body.
         let overhead = match self.segs[m].tokens {
-            Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
+            Some(given) => given.saturating_sub(self.counter.count(self.text(m))?),
             None => 0,
         };
-        let text = self.seg_text(m).unwrap_or(&self.segs[m].text);
+        let text = self.seg_text(m).unwrap_or(self.text(m));
         // Never to nothing: an empty body is not a shorter message, it is a lost one.
         let keep = if text.is_empty() { 0 } else { 1 };
         let target = before.saturating_sub(need).max(min_tokens).saturating_sub(overhead).max(keep);
@@ -106,10 +106,10 @@ impl Ladder<'_> {
             return Ok(None);
         }
         let overhead = match self.segs[m].tokens {
-            Some(given) => given.saturating_sub(self.counter.count(&self.segs[m].text)?),
+            Some(given) => given.saturating_sub(self.counter.count(self.text(m))?),
             None => 0,
         };
-        let text = self.seg_text(m).unwrap_or(&self.segs[m].text);
+        let text = self.seg_text(m).unwrap_or(self.text(m));
         let cut = self.counter.truncate(text, after.saturating_sub(overhead).max(1))?;
         if cut.is_empty() {
             return Ok(None);
@@ -162,9 +162,10 @@ impl Ladder<'_> {
             return Ok(None);
         }
         let members: Vec<&SegmentData> = alive.iter().map(|&m| self.segs[m]).collect();
+        let texts: Vec<&str> = alive.iter().map(|&m| self.text(m)).collect();
         let tokens: Vec<usize> = alive.iter().map(|&m| self.seg_tokens[m]).collect();
         let ordinal = self.exchange_ordinal(u);
-        let text = digest_text(&members, &tokens, ordinal);
+        let text = digest_text_of(&members, &texts, &tokens, ordinal);
         let d_tokens = self.counter.count(&text)? + self.framing;
         let unit_tokens: usize = tokens.iter().sum();
         // Smaller than what it replaces, joins aside: a record that only pays for itself through

@@ -90,6 +90,14 @@ fn line_count(text: &str) -> usize {
 /// with what the user asked before the call and what was answered after it, when the exchange
 /// holds them: `asked "…"; called … -> …; answered "…"`. Bounded by `MAX_DIGEST_CHARS`.
 pub fn digest_text(members: &[&SegmentData], member_tokens: &[usize], fallback_step: usize) -> String {
+    let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
+    digest_text_of(members, &texts, member_tokens, fallback_step)
+}
+
+/// `digest_text` with the members' texts given apart (`texts[i]` is `members[i]`'s), for a fit
+/// whose texts are held apart from its segments (`FitOptions::texts`).
+pub fn digest_text_of(members: &[&SegmentData], texts: &[&str], member_tokens: &[usize], fallback_step: usize) -> String {
+    let text = |i: usize| texts.get(i).copied().unwrap_or("");
     let first_call = members.iter().position(|m| m.tool().is_some());
     let last_result = members.iter().rposition(|m| m.layer == Layer::ToolResult);
     let call = first_call.and_then(|i| members[i].tool());
@@ -108,31 +116,32 @@ pub fn digest_text(members: &[&SegmentData], member_tokens: &[usize], fallback_s
         calls.push(format!("+{more} more"));
     }
     let calls = if calls.is_empty() { "tool()".to_string() } else { calls.join(", ") };
-    let results: Vec<(&SegmentData, usize)> = members
+    let results: Vec<(&str, usize)> = members
         .iter()
         .zip(member_tokens)
-        .filter(|(m, _)| m.layer == Layer::ToolResult)
-        .map(|(m, &t)| (*m, t))
+        .enumerate()
+        .filter(|(_, (m, _))| m.layer == Layer::ToolResult)
+        .map(|(i, (_, &t))| (text(i), t))
         .collect();
-    let lines: usize = results.iter().map(|(m, _)| line_count(&m.text)).sum();
+    let lines: usize = results.iter().map(|(m, _)| line_count(m)).sum();
     let tokens: usize = results.iter().map(|(_, t)| t).sum();
     let first_line = results
         .iter()
-        .flat_map(|(m, _)| m.text.lines())
+        .flat_map(|(m, _)| m.lines())
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
     // Plain conversation before the first call is the ask; after the last result, the answer.
-    let plain = |m: &&&SegmentData| m.layer == Layer::Conversation && m.tool().is_none() && !m.text.trim().is_empty();
-    let asked = members
-        .iter()
-        .take(first_call.unwrap_or(0))
+    let plain = |i: &usize| {
+        members.get(*i).is_some_and(|m| m.layer == Layer::Conversation && m.tool().is_none()) && !text(*i).trim().is_empty()
+    };
+    let asked = (0..first_call.unwrap_or(0))
         .find(plain)
-        .map(|m| format!("asked \"{}\"; ", preview(&m.text, ASK_PREVIEW_CHARS)))
+        .map(|i| format!("asked \"{}\"; ", preview(text(i), ASK_PREVIEW_CHARS)))
         .unwrap_or_default();
     let answered = last_result
-        .and_then(|r| members.iter().skip(r + 1).rev().find(plain))
-        .map(|m| format!("; answered \"{}\"", preview(&m.text, ASK_PREVIEW_CHARS)))
+        .and_then(|r| (r + 1..members.len()).rev().find(plain))
+        .map(|i| format!("; answered \"{}\"", preview(text(i), ASK_PREVIEW_CHARS)))
         .unwrap_or_default();
     format!(
         "[compacted] step {step}: {asked}called {calls} -> {} line{}, {} tokens: {}{answered}",

@@ -46,6 +46,10 @@ pub struct FitOptions<'a> {
     pub names: Option<&'a InputNames>,
     /// Removals the previous request made, repeated before any rung runs (`cache::plan`).
     pub pins: &'a [Pin],
+    /// The segments' texts, one a segment, when the caller holds them apart from `segs` (whose
+    /// own texts are then not read): `fit_columns` borrows them from the caller's str objects
+    /// rather than copying every text into the core.
+    pub texts: Option<&'a [&'a str]>,
 }
 
 /// Fits `segs` (with their exact `counts`) under `budget` by `policy`. `framing` is what a segment
@@ -75,7 +79,7 @@ pub fn fit_named(
     framing: usize,
     names: Option<&InputNames>,
 ) -> CtxResult<FitOutcome> {
-    fit_with(segs, counts, budget, policy, counter, &FitOptions { separator, framing, names, pins: &[] })
+    fit_with(segs, counts, budget, policy, counter, &FitOptions { separator, framing, names, pins: &[], texts: None })
 }
 
 /// The fit itself, with every option.
@@ -87,7 +91,10 @@ pub fn fit_with(
     counter: &dyn TokenSource,
     opts: &FitOptions<'_>,
 ) -> CtxResult<FitOutcome> {
-    let FitOptions { separator, framing, names, pins } = *opts;
+    let FitOptions { separator, framing, names, pins, texts } = *opts;
+    if texts.is_some_and(|t| t.len() != segs.len()) {
+        return Err(CtxError::invalid("the texts held apart must be one a segment"));
+    }
     let sep_tokens = match separator {
         Some(s) if !s.is_empty() => check_count(counter.count(s)?, "the separator's count")?,
         _ => 0,
@@ -98,6 +105,7 @@ pub fn fit_with(
     let ceiling = budget.ceiling();
     let mut lad = Ladder::new(segs, counts, policy, counter, ceiling, budget.caps, sep_tokens, framing);
     lad.names = names;
+    lad.texts = texts;
     let start_layers = lad.layer_sizes;
     let start_total = lad.total();
     let order = display_order(lad.present);
@@ -257,7 +265,7 @@ fn kept_texts<'l>(lad: &'l Ladder<'_>) -> (Vec<&'l str>, Vec<usize>) {
     kept_list(lad)
         .into_iter()
         .map(|k| match k {
-            Kept::Original(i) => (lad.segs[i].text.as_str(), lad.seg_tokens[i]),
+            Kept::Original(i) => (lad.text(i), lad.seg_tokens[i]),
             Kept::Truncated { index, .. } => (lad.seg_text(index).unwrap_or(""), lad.seg_tokens[index]),
             Kept::Digest { digest } => (lad.digests[digest].text.as_str(), lad.digests[digest].tokens),
         })

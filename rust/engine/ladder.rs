@@ -28,6 +28,9 @@ pub(super) struct Ladder<'a> {
     /// The budget's per-layer caps: what an `until = "cap"` rung trims down to.
     pub(super) caps: [Option<usize>; 8],
     pub(super) names: Option<&'a InputNames>,
+    /// The segments' texts when the caller holds them apart (`FitOptions::texts`); read through
+    /// `text`.
+    pub(super) texts: Option<&'a [&'a str]>,
     pub(super) sep_tokens: usize,
     /// What a segment the ladder creates (a digest) costs beyond its text: message framing.
     pub(super) framing: usize,
@@ -104,6 +107,7 @@ impl<'a> Ladder<'a> {
             ceiling,
             caps,
             names: None,
+            texts: None,
             sep_tokens,
             framing,
             live_units: units.len(),
@@ -143,6 +147,14 @@ impl<'a> Ladder<'a> {
         let start = self.member_starts.get(u).copied().unwrap_or(0);
         let end = self.member_starts.get(u + 1).copied().unwrap_or(start);
         Members::Listed(self.member_list.get(start..end).unwrap_or(&[]).iter().copied())
+    }
+
+    /// Segment `m`'s own text: the caller's, held apart, or the segment's.
+    pub(super) fn text(&self, m: usize) -> &'a str {
+        match self.texts {
+            Some(texts) => texts.get(m).copied().unwrap_or(""),
+            None => self.segs.get(m).map_or("", |s| s.text.as_str()),
+        }
     }
 
     /// The text sent for segment `m` when a rung shortened it.

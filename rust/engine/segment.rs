@@ -61,10 +61,12 @@ impl Layer {
     }
 
     pub fn from_name(name: &str) -> CtxResult<Self> {
-        let lower = name.to_ascii_lowercase();
+        // Names are lowercase ASCII: comparing without case needs no lowered copy (an
+        // allocation per row of a `fit_columns` request), and the name as written is tried first.
         Layer::ALL
             .into_iter()
-            .find(|l| l.name() == lower)
+            .find(|l| l.name() == name)
+            .or_else(|| Layer::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(name)))
             .ok_or_else(|| {
                 let known: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
                 let hint = crate::suggest::hint(name, &known);

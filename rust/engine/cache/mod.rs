@@ -18,7 +18,7 @@ pub mod sent;
 pub use plan::{fit_aiming, fit_planned, plan, Cut, Planned};
 pub use report::{settle, Report};
 pub use profile::{CacheProfile, CachePrediction, CacheStyle};
-pub use sent::{fingerprint, Sent};
+pub use sent::{fingerprint, fingerprint_keyed, Sent};
 
 /// One removal the previous request made, to be made again: segment `segment` of this request
 /// (matched by fingerprint) leaves the way it left then, attributed to the same rung.

@@ -6,13 +6,21 @@ use rustc_hash::FxHashMap as HashMap;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::{Pin, Pinned};
+use crate::cache::CountCache;
 use crate::engine::{FitOutcome, Kept, SegmentData, Taken, Target};
 
 /// A segment's content identity: its text, its tool call and its count. Position, layer and
 /// group are left out on purpose: the current turn becomes history on the next turn (a new
 /// layer, the same bytes sent), and an adapter's group names are its own.
 pub fn fingerprint(seg: &SegmentData, tokens: usize) -> u64 {
-    let mut h = xxh3_64_with_seed(seg.text.as_bytes(), tokens as u64);
+    fingerprint_keyed(CountCache::key(&seg.text), seg, tokens)
+}
+
+/// `fingerprint` given the text's count-cache key (`CountCache::key(&seg.text)`): a caller that
+/// looked the count up by that key already has it, and hashing the text once serves both (the
+/// texts are most of a request's bytes, so the second hash was a tenth of a cached request).
+pub fn fingerprint_keyed(text_key: u128, seg: &SegmentData, tokens: usize) -> u64 {
+    let mut h = xxh3_64_with_seed(&text_key.to_le_bytes(), tokens as u64);
     if let Some(call) = &seg.tool() {
         h = xxh3_64_with_seed(call.tool.as_deref().unwrap_or("").as_bytes(), h);
         h = xxh3_64_with_seed(call.arguments.as_deref().unwrap_or("").as_bytes(), h);
