@@ -52,6 +52,11 @@ impl Letters {
     /// The length of the word piece at `at` of `s`, when the masks settle it.
     #[inline(always)]
     pub fn word(&mut self, s: &[u8], at: usize) -> Option<usize> {
+        // A piece starting past ASCII is never such a word: leave the masks alone (CJK text,
+        // whose pieces are long runs, would otherwise read them afresh for every piece).
+        if *s.get(at)? >= 0x80 {
+            return None;
+        }
         let mut off = at.checked_sub(self.base).unwrap_or(usize::MAX);
         if off >= STEP {
             off = self.advance(s, at, off);
