@@ -118,7 +118,8 @@ impl Letters {
 /// The two masks of `bytes` (at most `SPAN`), eight at a time, by `classify`'s lanes.
 #[inline(always)]
 fn masks(bytes: &[u8], classify: impl Fn(u64) -> (u64, u64)) -> (u64, u64) {
-    let (chunks, tail) = bytes.as_chunks::<8>();
+    let chunks = bytes.chunks_exact(8);
+    let tail = chunks.remainder();
     let (mut upper, mut lower) = (0u64, 0u64);
     let mut add = |k: usize, w: u64| {
         let (up, low) = classify(w);
@@ -126,11 +127,13 @@ fn masks(bytes: &[u8], classify: impl Fn(u64) -> (u64, u64)) -> (u64, u64) {
         upper |= gather(up) << (8 * k);
         lower |= gather(low) << (8 * k);
     };
-    for (k, chunk) in chunks.iter().enumerate().take(SPAN / 8) {
-        add(k, u64::from_le_bytes(*chunk));
+    let mut k = 0;
+    for chunk in chunks.take(SPAN / 8) {
+        add(k, chunk.first_chunk::<8>().map_or(0, |b| u64::from_le_bytes(*b)));
+        k += 1;
     }
-    if !tail.is_empty() && chunks.len() < SPAN / 8 {
-        add(chunks.len(), word(tail));
+    if !tail.is_empty() && k < SPAN / 8 {
+        add(k, word(tail));
     }
     (upper, lower)
 }
