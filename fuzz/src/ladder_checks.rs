@@ -103,7 +103,7 @@ fn check_planned(req: &Request<'_>, share: u8, profile: u8) {
     };
     let fps: Vec<u64> = segs.iter().zip(counts).map(|(s, &n)| fingerprint(s, n)).collect();
     let rungs: Vec<String> = policy.rungs.iter().map(|r| r.name.clone()).collect();
-    let opts = FitOptions { separator: sep, framing, names: None, pins: &[] };
+    let opts = FitOptions { separator: sep, framing, names: None, pins: &[], texts: None };
     let cut = (segs.len() * share as usize / 255).max(1).min(segs.len());
     let Ok(before) = fit_planned(&segs[..cut], &counts[..cut], &fps[..cut], budget, policy, &Words, &opts, None, &profile)
     else {
