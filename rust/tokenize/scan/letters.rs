@@ -54,14 +54,15 @@ impl Letters {
     pub fn word(&mut self, s: &[u8], at: usize) -> Option<usize> {
         // A piece starting past ASCII is never such a word: leave the masks alone (CJK text,
         // whose pieces are long runs, would otherwise read them afresh for every piece).
-        if *s.get(at)? >= 0x80 {
+        let b0 = *s.get(at)?;
+        if b0 >= 0x80 {
             return None;
         }
         let mut off = at.checked_sub(self.base).unwrap_or(usize::MAX);
         if off >= STEP {
             off = self.advance(s, at, off);
         }
-        self.word_at(s, at, off)
+        self.word_at(s, at, b0, off)
     }
 
     /// Moves the masks on so that `at` (at `off` from their start) is in their first `STEP`
@@ -82,8 +83,7 @@ impl Letters {
     }
 
     #[inline(always)]
-    fn word_at(&self, s: &[u8], at: usize, off: usize) -> Option<usize> {
-        let b0 = *s.get(at)?;
+    fn word_at(&self, s: &[u8], at: usize, b0: u8, off: usize) -> Option<usize> {
         let (upper, lower) = (self.upper >> off, self.lower >> off);
         let letters = upper | lower;
         let lead_ok = leads(b0) && !(self.case == Case::Any && b0 == b'\'');

@@ -25,13 +25,23 @@ pub enum Pattern {
     Cl100k,
 }
 
+impl Pattern {
+    /// The letter classes of the pattern's word alternative (`letters.rs`).
+    fn case(self) -> Case {
+        match self {
+            Pattern::O200k => Case::Split,
+            Pattern::Cl100k => Case::Any,
+        }
+    }
+}
+
 /// The exact count of `text`: the BPE count of each piece (`bpe_count`), through this thread's
 /// piece cache.
 pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
     // One loop per pattern, so each scanner's ASCII path is inlined into its own.
     match pattern {
-        Pattern::O200k => count_with(text.as_bytes(), pattern, Case::Split, ascii::o200k, o200k_general, bpe_count),
-        Pattern::Cl100k => count_with(text.as_bytes(), pattern, Case::Any, ascii::cl100k, cl100k_general, bpe_count),
+        Pattern::O200k => count_with(text.as_bytes(), pattern, ascii::o200k, o200k_general, bpe_count),
+        Pattern::Cl100k => count_with(text.as_bytes(), pattern, ascii::cl100k, cl100k_general, bpe_count),
     }
 }
 
@@ -51,7 +61,6 @@ fn cl100k_general(s: &[u8], at: usize) -> usize {
 fn count_with(
     s: &[u8],
     pattern: Pattern,
-    case: Case,
     fast: impl Fn(&[u8], usize) -> Option<usize>,
     general: impl Fn(&[u8], usize) -> usize,
     bpe_count: impl Fn(&[u8]) -> usize,
@@ -74,7 +83,7 @@ fn count_with(
                 None => memo.count_in(s, at, end, &bpe_count),
             }
         };
-        let mut letters = Letters::new(case);
+        let mut letters = Letters::new(pattern.case());
         let (mut n, mut at) = (0usize, 0);
         while at < s.len() {
             // Words from the letter masks, their keys read from the text where it has 16 bytes.
@@ -132,11 +141,7 @@ pub fn forget(pattern: Pattern) {
 
 /// The pieces of `text`, in order; together they are `text`.
 pub fn pieces(pattern: Pattern, text: &str) -> Pieces<'_> {
-    let case = match pattern {
-        Pattern::O200k => Case::Split,
-        Pattern::Cl100k => Case::Any,
-    };
-    Pieces { pattern, text, at: 0, letters: Letters::new(case) }
+    Pieces { pattern, text, at: 0, letters: Letters::new(pattern.case()) }
 }
 
 pub struct Pieces<'a> {
