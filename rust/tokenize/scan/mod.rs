@@ -6,6 +6,7 @@
 //! per-match dispatch of a general engine, entered once per piece.
 
 mod ascii;
+mod blocks;
 mod cl100k;
 mod classes;
 mod memo;
@@ -40,8 +41,8 @@ impl Pattern {
 pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
     // One loop per pattern, so each scanner's ASCII path is inlined into its own.
     match pattern {
-        Pattern::O200k => count_with(text.as_bytes(), pattern, ascii::o200k, o200k_general, bpe_count),
-        Pattern::Cl100k => count_with(text.as_bytes(), pattern, ascii::cl100k, cl100k_general, bpe_count),
+        Pattern::O200k => count_with(text.as_bytes(), pattern, Some(blocks::o200k), ascii::o200k, o200k_general, bpe_count),
+        Pattern::Cl100k => count_with(text.as_bytes(), pattern, None, ascii::cl100k, cl100k_general, bpe_count),
     }
 }
 
@@ -61,6 +62,7 @@ fn cl100k_general(s: &[u8], at: usize) -> usize {
 fn count_with(
     s: &[u8],
     pattern: Pattern,
+    block: Option<fn(&[u8], usize) -> blocks::Starts>,
     fast: impl Fn(&[u8], usize) -> Option<usize>,
     general: impl Fn(&[u8], usize) -> usize,
     bpe_count: impl Fn(&[u8]) -> usize,
@@ -83,22 +85,45 @@ fn count_with(
                 None => memo.count_in(s, at, end, &bpe_count),
             }
         };
+        // A piece's count, its key read from the text where it has 16 bytes.
+        let keyed = |memo: &mut memo::Memo, at: usize, len: usize| {
+            let hit = match memo::load16(s, at) {
+                Some(b) if len < 16 => memo.key_hit(b, len),
+                // The text's last bytes: the same key from a padded copy.
+                None if len < 16 => memo.key_hit(&memo::padded16(s, at), len),
+                _ => None,
+            };
+            match hit {
+                Some(c) => c,
+                None => memo.count_in(s, at, at + len, &bpe_count),
+            }
+        };
         let mut letters = Letters::new(pattern.case());
         let (mut n, mut at) = (0usize, 0);
+        // Blocks are tried from here on (past the last byte beyond ASCII that stopped one).
+        let mut blocks_from = 0;
         while at < s.len() {
-            // Words from the letter masks, their keys read from the text where it has 16 bytes.
+            // Every piece a block settles, walked by its starts.
+            if let Some(block) = block.filter(|_| at >= blocks_from) {
+                let starts = block(s, at);
+                let mut ends = starts.bits & !1 & blocks::upto(starts.settled);
+                let mut from = 0;
+                while ends != 0 {
+                    let end = ends.trailing_zeros() as usize;
+                    ends &= ends - 1;
+                    n = n.saturating_add(keyed(memo, at + from, end - from));
+                    from = end;
+                }
+                if from > 0 {
+                    at += from;
+                    continue;
+                }
+                if let Some(h) = starts.high_at {
+                    blocks_from = at + h + 1;
+                }
+            }
             if let Some(len) = letters.word(s, at) {
-                let hit = match memo::load16(s, at) {
-                    Some(b) if len < 16 => memo.key_hit(b, len),
-                    // The text's last bytes: the same key from a padded copy.
-                    None if len < 16 => memo.key_hit(&memo::padded16(s, at), len),
-                    _ => None,
-                };
-                let c = match hit {
-                    Some(c) => c,
-                    None => memo.count_in(s, at, at + len, &bpe_count),
-                };
-                n = n.saturating_add(c);
+                n = n.saturating_add(keyed(memo, at, len));
                 at += len;
                 continue;
             }
@@ -141,7 +166,7 @@ pub fn forget(pattern: Pattern) {
 
 /// The pieces of `text`, in order; together they are `text`.
 pub fn pieces(pattern: Pattern, text: &str) -> Pieces<'_> {
-    Pieces { pattern, text, at: 0, letters: Letters::new(pattern.case()) }
+    Pieces { pattern, text, at: 0, letters: Letters::new(pattern.case()), ends: 0, base: 0, blocks_from: 0 }
 }
 
 pub struct Pieces<'a> {
@@ -149,6 +174,10 @@ pub struct Pieces<'a> {
     text: &'a str,
     at: usize,
     letters: Letters,
+    /// The settled ends of the last block (offsets from `base`) not yet walked.
+    ends: u64,
+    base: usize,
+    blocks_from: usize,
 }
 
 impl<'a> Iterator for Pieces<'a> {
@@ -160,13 +189,30 @@ impl<'a> Iterator for Pieces<'a> {
         if self.at >= s.len() {
             return None;
         }
-        // The count loop's first step, so the tests of `pieces` against the regex cover it.
-        let end = match self.letters.word(s, self.at) {
-            Some(len) => self.at + len,
-            None => match self.pattern {
-                Pattern::O200k => next_end(s, self.at, o200k::piece_end),
-                Pattern::Cl100k => next_end(s, self.at, cl100k::piece_end),
-            },
+        // The count loop's steps in the same order (a block's starts, then the letter masks,
+        // then one piece the general way), so the tests of `pieces` against the regex cover them.
+        if self.ends == 0 && self.pattern == Pattern::O200k && self.at >= self.blocks_from {
+            let starts = blocks::o200k(s, self.at);
+            self.ends = starts.bits & !1 & blocks::upto(starts.settled);
+            self.base = self.at;
+            if self.ends == 0 {
+                if let Some(h) = starts.high_at {
+                    self.blocks_from = self.at + h + 1;
+                }
+            }
+        }
+        let end = if self.ends != 0 {
+            let end = self.base + self.ends.trailing_zeros() as usize;
+            self.ends &= self.ends - 1;
+            end
+        } else {
+            match self.letters.word(s, self.at) {
+                Some(len) => self.at + len,
+                None => match self.pattern {
+                    Pattern::O200k => next_end(s, self.at, o200k::piece_end),
+                    Pattern::Cl100k => next_end(s, self.at, cl100k::piece_end),
+                },
+            }
         };
         let piece = self.text.get(self.at..end)?;
         self.at = end;

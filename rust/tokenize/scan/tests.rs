@@ -174,17 +174,66 @@ fn scan_speed() {
     time("scan + bpe count", &|| pieces(Pattern::O200k, &text).map(|p| bpe.count(p.as_bytes())).sum());
 }
 
-/// The cached count alone, many times over (`perf record` on this test).
+/// The cached count alone, many times over (`perf record` or cachegrind on this test). Reads
+/// `CTXFAST_PROFILE_TEXT` (a file; default Pride and Prejudice) with `CTXFAST_PROFILE_PATTERN`
+/// (`cl100k`; default o200k), `CTXFAST_PROFILE_PASSES` times (default 40) after one warming pass.
 #[test]
 #[ignore]
 fn memo_profile() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpora/pride_and_prejudice.txt");
+    let default = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpora/pride_and_prejudice.txt");
+    let path = std::env::var_os("CTXFAST_PROFILE_TEXT").map_or(default, std::path::PathBuf::from);
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    let bpe = &bpe_openai::o200k_base().bpe;
+    let cl100k = std::env::var("CTXFAST_PROFILE_PATTERN").is_ok_and(|p| p == "cl100k");
+    let (pattern, bpe) = if cl100k {
+        (Pattern::Cl100k, &bpe_openai::cl100k_base().bpe)
+    } else {
+        (Pattern::O200k, &bpe_openai::o200k_base().bpe)
+    };
+    let passes: usize = std::env::var("CTXFAST_PROFILE_PASSES").ok().and_then(|p| p.parse().ok()).unwrap_or(40);
+    let pieces = super::pieces(pattern, &text).count();
+    super::count(pattern, &text, |p| bpe.count(p));
     let t = std::time::Instant::now();
     let mut n = 0;
-    for _ in 0..40 {
-        n += super::count(Pattern::O200k, &text, |p| bpe.count(p));
+    for _ in 0..passes {
+        n += super::count(pattern, &text, |p| bpe.count(p));
     }
-    eprintln!("{:.0} MB/s ({n})", 40.0 * text.len() as f64 / 1e6 / t.elapsed().as_secs_f64());
+    eprintln!("{:.0} MB/s ({n} tokens, {pieces} pieces a pass)", passes as f64 * text.len() as f64 / 1e6 / t.elapsed().as_secs_f64());
+}
+
+
+/// Characters that each play a part in the block rules (letters of both cases and of the
+/// contractions, a digit, the whitespace kinds, symbols, the tail's slash, the apostrophe, a
+/// byte past ASCII).
+const BLOCK_ALPHABET: [&str; 15] = ["a", "B", "s", "r", "E", "l", "1", " ", "\t", "\n", ".", "/", "'", "\u{e9}", "\u{a0}"];
+
+#[test]
+fn every_short_text_of_the_block_alphabet() {
+    let k = BLOCK_ALPHABET.len();
+    for len in 1..=4u32 {
+        for mut code in 0..k.pow(len) {
+            let mut text = String::new();
+            for _ in 0..len {
+                text.push_str(BLOCK_ALPHABET[code % k]);
+                code /= k;
+            }
+            same(&text);
+        }
+    }
+}
+
+#[test]
+fn long_texts_of_the_block_alphabet() {
+    // Past a block's 64 bytes, so its edge (what it leaves unsettled) is crossed everywhere.
+    let mut rng = Rng(0x5EED_B10C);
+    for round in 0..4000 {
+        let len = 40 + (rng.next() % 120) as usize;
+        // Some texts use few characters, so long runs of one kind reach the edge.
+        let kinds = 2 + (rng.next() % 13) as usize;
+        let offset = (round * 7) % BLOCK_ALPHABET.len();
+        let mut text = String::new();
+        for _ in 0..len {
+            text.push_str(BLOCK_ALPHABET[(offset + (rng.next() as usize % kinds)) % BLOCK_ALPHABET.len()]);
+        }
+        same(&text);
+    }
 }

@@ -8,20 +8,39 @@
 //! overflows at a quarter full (the birthday bound), so the two-way short table grew to 512 KiB
 //! for the few thousand short pieces of an English text; four ways fill to half first.
 
-/// One entry: the key (`N` words), its tag (0: empty; else set by the caller, who compares it
-/// with the key, so a hit is exact) and the count.
+/// One entry: the key (`N` words), then its tag (0: empty; else set by the caller, who compares
+/// it with the key, so a hit is exact) in the low half of one word and the count in the high
+/// half: a lookup loads the word to compare the tag, so the count comes with it.
 #[derive(Clone, Copy)]
 pub struct Slot<const N: usize> {
     key: [u64; N],
-    tag: u32,
-    count: u32,
+    tag_count: u64,
 }
 
+impl<const N: usize> Slot<N> {
+    fn new(key: [u64; N], tag: u32, count: u32) -> Self {
+        Slot { key, tag_count: u64::from(tag) | u64::from(count) << 32 }
+    }
+
+    fn tag(&self) -> u32 {
+        self.tag_count as u32
+    }
+}
+
+/// A bucket's slots as columns (keys, then tags and counts), so the ways are compared side by
+/// side.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Bucket<const N: usize, const W: usize> {
     /// Newest first.
-    slots: [Slot<N>; W],
+    keys: [[u64; N]; W],
+    tag_counts: [u64; W],
+}
+
+impl<const N: usize, const W: usize> Bucket<N, W> {
+    fn slot(&self, w: usize) -> Option<Slot<N>> {
+        Some(Slot { key: *self.keys.get(w)?, tag_count: *self.tag_counts.get(w)? })
+    }
 }
 
 pub const EMPTY_TAG: u32 = 0;
@@ -43,10 +62,21 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     }
 
     /// The count stored for `key` and `tag`, if any.
+    ///
+    /// Every way is compared and the matching one's count kept, with no branch on which way it
+    /// is: a search that stopped at the match mispredicted about every other piece (the way a
+    /// piece sits in changes from piece to piece). A count is never 0 (pieces are not empty), so
+    /// 0 means none matched.
     #[inline(always)]
     pub fn get(&self, key: &[u64; N], tag: u32) -> Option<usize> {
         let b = self.buckets.get(index(key, tag, self.bits))?;
-        b.slots.iter().find(|s| s.tag == tag && s.key == *key).map(|s| s.count as usize)
+        let mut found = 0u64;
+        for (k, &tc) in b.keys.iter().zip(&b.tag_counts) {
+            let differ = k.iter().zip(key).fold((tc ^ u64::from(tag)) & u64::from(u32::MAX), |d, (a, b)| d | (a ^ b));
+            found |= tc & u64::from(differ == 0).wrapping_neg();
+        }
+        let count = (found >> 32) as usize;
+        (count != 0).then_some(count)
     }
 
     /// The count of `key`, from the table or from `count` (then stored in front of its bucket,
@@ -59,7 +89,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         let n = count(piece);
         let Ok(stored) = u32::try_from(n) else { return n };
         let Some(b) = self.buckets.get_mut(index(&key, tag, self.bits)) else { return n };
-        let evicted = push(b, Slot { key, tag, count: stored });
+        let evicted = push(b, Slot::new(key, tag, stored));
         self.evictions += usize::from(evicted);
         self.fills += 1;
         // Grow when the new pieces since the last growth would fill an eighth of the slots per
@@ -78,9 +108,9 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         let bits = self.bits + 1;
         let mut buckets = empty::<N, W>(bits);
         for b in self.buckets.iter() {
-            for slot in b.slots.iter().rev().filter(|s| s.tag != EMPTY_TAG) {
-                if let Some(to) = buckets.get_mut(index(&slot.key, slot.tag, bits)) {
-                    push(to, *slot);
+            for slot in (0..W).rev().filter_map(|w| b.slot(w)).filter(|s| s.tag() != EMPTY_TAG) {
+                if let Some(to) = buckets.get_mut(index(&slot.key, slot.tag(), bits)) {
+                    push(to, slot);
                 }
             }
         }
@@ -99,17 +129,18 @@ impl<const N: usize, const W: usize> Ways<N, W> {
 /// Puts `slot` in front of bucket `b`; whether a stored piece fell off the end.
 #[inline]
 fn push<const N: usize, const W: usize>(b: &mut Bucket<N, W>, slot: Slot<N>) -> bool {
-    let evicted = b.slots.last().is_some_and(|s| s.tag != EMPTY_TAG);
-    b.slots.rotate_right(1);
-    if let Some(first) = b.slots.first_mut() {
-        *first = slot;
+    let evicted = b.tag_counts.last().is_some_and(|&tc| tc as u32 != EMPTY_TAG);
+    b.keys.rotate_right(1);
+    b.tag_counts.rotate_right(1);
+    if let (Some(key), Some(tc)) = (b.keys.first_mut(), b.tag_counts.first_mut()) {
+        (*key, *tc) = (slot.key, slot.tag_count);
     }
     evicted
 }
 
 fn empty<const N: usize, const W: usize>(bits: u32) -> Box<[Bucket<N, W>]> {
-    let slot = Slot { key: [0; N], tag: EMPTY_TAG, count: 0 };
-    vec![Bucket { slots: [slot; W] }; 1 << bits].into_boxed_slice()
+    let slot = Slot::new([0; N], EMPTY_TAG, 0);
+    vec![Bucket { keys: [slot.key; W], tag_counts: [slot.tag_count; W] }; 1 << bits].into_boxed_slice()
 }
 
 /// The bucket of a key. Multiplicative mixing wraps by design (a hash, not a count).
