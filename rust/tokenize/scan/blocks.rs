@@ -1,4 +1,5 @@
-//! o200k_base's piece starts for up to 64 bytes of ASCII at once, from class bit masks.
+//! The piece starts of o200k_base and cl100k_base for up to 64 bytes of ASCII at once, from
+//! class bit masks.
 //!
 //! Why: pieces are found one at a time elsewhere, and each asks "what kind of piece is this?"
 //! with branches whose outcome changes from piece to piece (word, symbol, space, digits): on code
@@ -13,14 +14,17 @@
 //! unsettled, and `Starts::settled` says how far they can be trusted. Past it the caller takes
 //! the general path, which stays the reference (`tests.rs` compares the two with the regex).
 //!
-//! The rules, for ASCII (o200k's pattern is in `o200k.rs`; position 0 is a start):
-//! - letters: a run of letters starts a piece, and so does an upper-case letter after a lower
-//!   (`[A-Z]*[a-z]*`), unless a space or symbol that starts a piece leads it (the optional lead
-//!   of the word alternatives); after a word, an apostrophe and `s t m d re ve ll` (any case) are
-//!   the word's (one contraction a word);
+//! The rules, for ASCII (the patterns are in `o200k.rs` and `cl100k.rs`; position 0 is a start):
+//! - letters: a run of letters starts a piece, and in o200k so does an upper-case letter after a
+//!   lower (`[A-Z]*[a-z]*`), unless a space or symbol that starts a piece leads it (the optional
+//!   lead of the word alternatives);
+//! - contractions (an apostrophe and `s t m d re ve ll`, any case): in o200k the end of a word
+//!   (one a word); in cl100k a piece of their own wherever an apostrophe starts a piece (the
+//!   pattern's first alternative);
 //! - digits: a run starts a piece, and again every three digits;
 //! - symbols: a run starts a piece unless a space leads it (` ?[^\s\p{L}\p{N}]+`); the newlines
-//!   right after a run are its tail (`[\r\n/]*`; a `/` after such a newline is left unsettled);
+//!   right after a run are its tail (o200k's `[\r\n/]*`: a `/` after such a newline is left
+//!   unsettled; cl100k's `[\r\n]*`);
 //! - whitespace (the rest): a run starts a piece; so does the character after its last newline
 //!   (`\s*[\r\n]+` ends there), and its last character when something follows (`\s+(?!\S)`).
 
@@ -80,6 +84,27 @@ fn classify(block: &[u8; SPAN]) -> Classes {
     c
 }
 
+/// The bytes of the characters U+200B..=U+2027 and U+2030..=U+203F (`E2 80 8B..A7`, `E2 80
+/// B0..BF`): curly quotes, dashes, ellipses, zero-width and bidi controls. None is a letter, mark,
+/// number or whitespace, so in both patterns each is one symbol character, as ASCII punctuation
+/// is. (U+2000..U+200A, U+2028, U+2029 and U+202F are whitespace: left past the block's edge.)
+#[cold]
+fn punctuation(block: &[u8; SPAN]) -> u64 {
+    let (mut lead, mut second, mut third) = (0u64, 0u64, 0u64);
+    for (k, chunk) in block.chunks_exact(16).enumerate() {
+        let mut lanes = [0u8; 16];
+        lanes.copy_from_slice(chunk);
+        let v = u8x16::from(lanes);
+        let bits = |m: u8x16| u64::from(m.move_mask() as u16) << (16 * k);
+        let range = |lo: u8, hi: u8| v.max(u8x16::splat(lo)).min(u8x16::splat(hi)).cmp_eq(v);
+        lead |= bits(v.cmp_eq(u8x16::splat(0xE2)));
+        second |= bits(v.cmp_eq(u8x16::splat(0x80)));
+        third |= bits(range(0x8B, 0xA7) | range(0xB0, 0xBF));
+    }
+    let first = lead & (second >> 1) & (third >> 2);
+    first | first << 1 | first << 2
+}
+
 /// Bits below `n` (n <= 64).
 #[inline(always)]
 fn below(n: usize) -> u64 {
@@ -104,6 +129,16 @@ fn runs_from(m: u64, seeds: u64) -> u64 {
 
 /// The piece starts of o200k_base in `s` from `at` (a piece start), for the block's ASCII bytes.
 pub fn o200k(s: &[u8], at: usize) -> Starts {
+    starts::<true>(s, at)
+}
+
+/// The piece starts of cl100k_base in `s` from `at` (a piece start), for the block's ASCII bytes.
+pub fn cl100k(s: &[u8], at: usize) -> Starts {
+    starts::<false>(s, at)
+}
+
+#[inline(always)]
+fn starts<const O200K: bool>(s: &[u8], at: usize) -> Starts {
     let rest = s.get(at..).unwrap_or(&[]);
     let n = rest.len().min(SPAN);
     let ends_text = rest.len() <= SPAN;
@@ -111,8 +146,11 @@ pub fn o200k(s: &[u8], at: usize) -> Starts {
     block[..n].copy_from_slice(&rest[..n]);
     let c = classify(&block);
     let valid = below(n);
-    let high = c.high & valid;
     let letter = c.upper | c.lower;
+    // English punctuation past ASCII (curly quotes, dashes) counts as symbols; any other byte
+    // past ASCII ends what the block knows.
+    let punctuation = if c.high & valid != 0 { punctuation(&block) } else { 0 };
+    let high = c.high & valid & !punctuation;
     let symbol = valid & !high & !(letter | c.digit | c.white);
     let prev = |m: u64| m << 1;
     let next = |m: u64| m >> 1;
@@ -120,26 +158,33 @@ pub fn o200k(s: &[u8], at: usize) -> Starts {
     // How far the block knows the text: to its end, or to the first byte past ASCII.
     let mut known = n.min(high.trailing_zeros() as usize);
     let high_at = (known < n).then_some(known);
-    // A symbol run's newline tail, and a `/` after it (the tail takes it: left unsettled).
+    // A symbol run's newline tail, and in o200k a `/` after it (the tail takes it: unsettled).
     let tail = runs_from(c.newline, c.newline & prev(symbol));
-    let tail_slash = c.slash & prev(tail) & below(known);
+    let tail_slash = if O200K { c.slash & prev(tail) & below(known) } else { 0 };
     if tail_slash != 0 {
         known = known.min(tail_slash.trailing_zeros() as usize);
     }
-    // Contractions after a word: the apostrophe and its letters belong to the word.
+    // Contractions: in o200k an apostrophe after a word's letter and its letters are the word's
+    // end; in cl100k an apostrophe that starts a piece (no symbol or space before it) and its
+    // letters are a piece. `inside` holds the bytes that start nothing, `after` what follows.
     let (mut inside, mut after) = (0u64, 0u64);
-    let mut quotes = c.apostrophe & prev(letter) & below(known);
+    let mut quotes = if O200K {
+        c.apostrophe & prev(letter)
+    } else {
+        c.apostrophe & !prev(symbol) & !prev(c.space)
+    } & below(known);
     while quotes != 0 {
         let q = quotes.trailing_zeros() as usize;
         quotes &= quotes - 1;
-        if inside >> (q - 1) & 1 == 1 {
+        if O200K && q > 0 && inside >> (q - 1) & 1 == 1 {
             // The letter before is a contraction's own: a word takes one, so this quote starts
             // a piece of its own (it may lead the next word).
             continue;
         }
         match contraction(&block[..known], q, ends_text && known == n) {
             Some(len) if len > 0 => {
-                inside |= below(q + len) & !below(q);
+                let first = if O200K { q } else { q + 1 };
+                inside |= below(q + len) & !below(first);
                 after |= 1u64.checked_shl((q + len) as u32).unwrap_or(0);
             }
             Some(_) => {}
@@ -167,8 +212,11 @@ pub fn o200k(s: &[u8], at: usize) -> Starts {
     // Letters: a run starts a piece unless a lead that starts a piece comes before it; an upper
     // after a lower starts one.
     let word = letter & !prev(letter);
+    // A lead is one character: an ASCII byte, or three bytes of punctuation.
     let lead = (symbol_start | spaces) & next(word);
-    let words = (word & !prev(lead)) | (c.upper & prev(c.lower));
+    let lead3 = symbol_start & punctuation & (word >> 3);
+    let split = if O200K { c.upper & prev(c.lower) } else { 0 };
+    let words = (word & !prev(lead) & !(lead3 << 3)) | split;
     // Digits: a run, and every third digit of it.
     let mut digits = c.digit & !prev(c.digit);
     let mut third = digits;

@@ -41,8 +41,8 @@ impl Pattern {
 pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
     // One loop per pattern, so each scanner's ASCII path is inlined into its own.
     match pattern {
-        Pattern::O200k => count_with(text.as_bytes(), pattern, Some(blocks::o200k), ascii::o200k, o200k_general, bpe_count),
-        Pattern::Cl100k => count_with(text.as_bytes(), pattern, None, ascii::cl100k, cl100k_general, bpe_count),
+        Pattern::O200k => count_with(text.as_bytes(), pattern, blocks::o200k, ascii::o200k, o200k_general, bpe_count),
+        Pattern::Cl100k => count_with(text.as_bytes(), pattern, blocks::cl100k, ascii::cl100k, cl100k_general, bpe_count),
     }
 }
 
@@ -62,7 +62,7 @@ fn cl100k_general(s: &[u8], at: usize) -> usize {
 fn count_with(
     s: &[u8],
     pattern: Pattern,
-    block: Option<fn(&[u8], usize) -> blocks::Starts>,
+    block: fn(&[u8], usize) -> blocks::Starts,
     fast: impl Fn(&[u8], usize) -> Option<usize>,
     general: impl Fn(&[u8], usize) -> usize,
     bpe_count: impl Fn(&[u8]) -> usize,
@@ -104,7 +104,7 @@ fn count_with(
         let mut blocks_from = 0;
         while at < s.len() {
             // Every piece a block settles, walked by its starts.
-            if let Some(block) = block.filter(|_| at >= blocks_from) {
+            if at >= blocks_from {
                 let starts = block(s, at);
                 let mut ends = starts.bits & !1 & blocks::upto(starts.settled);
                 let mut from = 0;
@@ -191,8 +191,11 @@ impl<'a> Iterator for Pieces<'a> {
         }
         // The count loop's steps in the same order (a block's starts, then the letter masks,
         // then one piece the general way), so the tests of `pieces` against the regex cover them.
-        if self.ends == 0 && self.pattern == Pattern::O200k && self.at >= self.blocks_from {
-            let starts = blocks::o200k(s, self.at);
+        if self.ends == 0 && self.at >= self.blocks_from {
+            let starts = match self.pattern {
+                Pattern::O200k => blocks::o200k(s, self.at),
+                Pattern::Cl100k => blocks::cl100k(s, self.at),
+            };
             self.ends = starts.bits & !1 & blocks::upto(starts.settled);
             self.base = self.at;
             if self.ends == 0 {

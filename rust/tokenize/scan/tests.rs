@@ -203,8 +203,10 @@ fn memo_profile() {
 
 /// Characters that each play a part in the block rules (letters of both cases and of the
 /// contractions, a digit, the whitespace kinds, symbols, the tail's slash, the apostrophe, a
-/// byte past ASCII).
-const BLOCK_ALPHABET: [&str; 15] = ["a", "B", "s", "r", "E", "l", "1", " ", "\t", "\n", ".", "/", "'", "\u{e9}", "\u{a0}"];
+/// letter and a space past ASCII, and a curly quote and thin space, whose three bytes a block
+/// reads as one symbol or leaves alone).
+const BLOCK_ALPHABET: [&str; 17] =
+    ["a", "B", "s", "r", "E", "l", "1", " ", "\t", "\n", ".", "/", "'", "\u{e9}", "\u{a0}", "\u{2019}", "\u{2009}"];
 
 #[test]
 fn every_short_text_of_the_block_alphabet() {
@@ -228,7 +230,7 @@ fn long_texts_of_the_block_alphabet() {
     for round in 0..4000 {
         let len = 40 + (rng.next() % 120) as usize;
         // Some texts use few characters, so long runs of one kind reach the edge.
-        let kinds = 2 + (rng.next() % 13) as usize;
+        let kinds = 2 + (rng.next() % 15) as usize;
         let offset = (round * 7) % BLOCK_ALPHABET.len();
         let mut text = String::new();
         for _ in 0..len {
