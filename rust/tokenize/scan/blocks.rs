@@ -142,14 +142,23 @@ fn starts<const O200K: bool>(s: &[u8], at: usize) -> Starts {
     let rest = s.get(at..).unwrap_or(&[]);
     let n = rest.len().min(SPAN);
     let ends_text = rest.len() <= SPAN;
-    let mut block = [0u8; SPAN];
-    block[..n].copy_from_slice(&rest[..n]);
-    let c = classify(&block);
+    // The text's own bytes where it has 64 more; a zero-padded copy of its last ones.
+    let padded: [u8; SPAN];
+    let block = match rest.first_chunk::<SPAN>() {
+        Some(b) => b,
+        None => {
+            let mut copy = [0u8; SPAN];
+            copy[..n].copy_from_slice(&rest[..n]);
+            padded = copy;
+            &padded
+        }
+    };
+    let c = classify(block);
     let valid = below(n);
     let letter = c.upper | c.lower;
     // English punctuation past ASCII (curly quotes, dashes) counts as symbols; any other byte
     // past ASCII ends what the block knows.
-    let punctuation = if c.high & valid != 0 { punctuation(&block) } else { 0 };
+    let punctuation = if c.high & valid != 0 { punctuation(block) } else { 0 };
     let high = c.high & valid & !punctuation;
     let symbol = valid & !high & !(letter | c.digit | c.white);
     let prev = |m: u64| m << 1;

@@ -110,6 +110,12 @@ impl Memo {
         }
     }
 
+    /// The tables' sizes in slots (short, long), for the profile.
+    #[cfg(test)]
+    pub fn slots(&self) -> (usize, usize) {
+        (self.short.len(), self.long.len())
+    }
+
     /// The count of the piece `s[start..end]`. Taking the whole text lets a key be read as whole
     /// words where the text goes on past the piece, masked to its length. Out of line: the
     /// common hit is `short_hit`.

@@ -103,8 +103,9 @@ fn count_with(
         // Blocks are tried from here on (past the last byte beyond ASCII that stopped one).
         let mut blocks_from = 0;
         while at < s.len() {
-            // Every piece a block settles, walked by its starts.
-            if at >= blocks_from {
+            // Every piece a block settles, walked by its starts. (A piece that starts past ASCII
+            // is never in one: CJK text, a piece per run, would classify a block per piece.)
+            if at >= blocks_from && s.get(at).is_some_and(|&b| b < 0x80) {
                 let starts = block(s, at);
                 let mut ends = starts.bits & !1 & blocks::upto(starts.settled);
                 let mut from = 0;
@@ -191,7 +192,7 @@ impl<'a> Iterator for Pieces<'a> {
         }
         // The count loop's steps in the same order (a block's starts, then the letter masks,
         // then one piece the general way), so the tests of `pieces` against the regex cover them.
-        if self.ends == 0 && self.at >= self.blocks_from {
+        if self.ends == 0 && self.at >= self.blocks_from && s.get(self.at).is_some_and(|&b| b < 0x80) {
             let starts = match self.pattern {
                 Pattern::O200k => blocks::o200k(s, self.at),
                 Pattern::Cl100k => blocks::cl100k(s, self.at),

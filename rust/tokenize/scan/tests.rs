@@ -192,12 +192,19 @@ fn memo_profile() {
     let passes: usize = std::env::var("CTXFAST_PROFILE_PASSES").ok().and_then(|p| p.parse().ok()).unwrap_or(40);
     let pieces = super::pieces(pattern, &text).count();
     super::count(pattern, &text, |p| bpe.count(p));
-    let t = std::time::Instant::now();
+    // CTXFAST_PROFILE_FLUSH: before each pass, write 64 MB (untimed), as another library's
+    // work between two counts would, so the piece cache starts from memory.
+    let mut flush = if std::env::var_os("CTXFAST_PROFILE_FLUSH").is_some() { vec![0u8; 64 << 20] } else { Vec::new() };
+    let mut took = std::time::Duration::ZERO;
     let mut n = 0;
-    for _ in 0..passes {
+    for pass in 0..passes {
+        flush.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(pass as u8));
+        let t = std::time::Instant::now();
         n += super::count(pattern, &text, |p| bpe.count(p));
+        took += t.elapsed();
     }
-    eprintln!("{:.0} MB/s ({n} tokens, {pieces} pieces a pass)", passes as f64 * text.len() as f64 / 1e6 / t.elapsed().as_secs_f64());
+    let slots = super::memo::with(pattern, |m| m.map(|m| m.slots()));
+    eprintln!("{:.0} MB/s ({n} tokens, {pieces} pieces a pass; cache slots short, long: {slots:?})", passes as f64 * text.len() as f64 / 1e6 / took.as_secs_f64());
 }
 
 
