@@ -60,26 +60,56 @@ struct Classes {
     high: u64,
 }
 
-fn classify(block: &[u8; SPAN]) -> Classes {
-    let mut c = Classes::default();
-    for (k, chunk) in block.chunks_exact(16).enumerate() {
+/// One sixteen-byte chunk of a block as SIMD lanes, and where its bits go in the block's masks.
+#[derive(Clone, Copy)]
+struct Chunk {
+    v: u8x16,
+    shift: usize,
+}
+
+impl Chunk {
+    /// The lanes set in `m`, as bits of the block's mask.
+    #[inline(always)]
+    fn bits(self, m: u8x16) -> u64 {
+        u64::from(m.move_mask() as u16) << self.shift
+    }
+
+    /// The lanes whose byte is in `lo..=hi`.
+    #[inline(always)]
+    fn range(self, lo: u8, hi: u8) -> u8x16 {
+        self.v.max(u8x16::splat(lo)).min(u8x16::splat(hi)).cmp_eq(self.v)
+    }
+
+    /// The lanes whose byte is `b`.
+    #[inline(always)]
+    fn eq(self, b: u8) -> u8x16 {
+        self.v.cmp_eq(u8x16::splat(b))
+    }
+}
+
+/// The block's four chunks.
+#[inline(always)]
+fn chunks(block: &[u8; SPAN]) -> impl Iterator<Item = Chunk> + '_ {
+    block.chunks_exact(16).enumerate().map(|(k, chunk)| {
         let mut lanes = [0u8; 16];
         lanes.copy_from_slice(chunk);
-        let v = u8x16::from(lanes);
-        let bits = |m: u8x16| u64::from(m.move_mask() as u16) << (16 * k);
-        let range = |lo: u8, hi: u8| v.max(u8x16::splat(lo)).min(u8x16::splat(hi)).cmp_eq(v);
-        let eq = |b: u8| v.cmp_eq(u8x16::splat(b));
-        let space = eq(b' ');
-        let newline = eq(b'\n') | eq(b'\r');
-        c.upper |= bits(range(b'A', b'Z'));
-        c.lower |= bits(range(b'a', b'z'));
-        c.digit |= bits(range(b'0', b'9'));
-        c.white |= bits(range(b'\t', b'\r') | space);
-        c.newline |= bits(newline);
-        c.space |= bits(space);
-        c.apostrophe |= bits(eq(b'\''));
-        c.slash |= bits(eq(b'/'));
-        c.high |= bits(v);
+        Chunk { v: u8x16::from(lanes), shift: 16 * k }
+    })
+}
+
+fn classify(block: &[u8; SPAN]) -> Classes {
+    let mut c = Classes::default();
+    for ch in chunks(block) {
+        let space = ch.eq(b' ');
+        c.upper |= ch.bits(ch.range(b'A', b'Z'));
+        c.lower |= ch.bits(ch.range(b'a', b'z'));
+        c.digit |= ch.bits(ch.range(b'0', b'9'));
+        c.white |= ch.bits(ch.range(b'\t', b'\r') | space);
+        c.newline |= ch.bits(ch.eq(b'\n') | ch.eq(b'\r'));
+        c.space |= ch.bits(space);
+        c.apostrophe |= ch.bits(ch.eq(b'\''));
+        c.slash |= ch.bits(ch.eq(b'/'));
+        c.high |= ch.bits(ch.v);
     }
     c
 }
@@ -91,15 +121,10 @@ fn classify(block: &[u8; SPAN]) -> Classes {
 #[cold]
 fn punctuation(block: &[u8; SPAN]) -> u64 {
     let (mut lead, mut second, mut third) = (0u64, 0u64, 0u64);
-    for (k, chunk) in block.chunks_exact(16).enumerate() {
-        let mut lanes = [0u8; 16];
-        lanes.copy_from_slice(chunk);
-        let v = u8x16::from(lanes);
-        let bits = |m: u8x16| u64::from(m.move_mask() as u16) << (16 * k);
-        let range = |lo: u8, hi: u8| v.max(u8x16::splat(lo)).min(u8x16::splat(hi)).cmp_eq(v);
-        lead |= bits(v.cmp_eq(u8x16::splat(0xE2)));
-        second |= bits(v.cmp_eq(u8x16::splat(0x80)));
-        third |= bits(range(0x8B, 0xA7) | range(0xB0, 0xBF));
+    for ch in chunks(block) {
+        lead |= ch.bits(ch.eq(0xE2));
+        second |= ch.bits(ch.eq(0x80));
+        third |= ch.bits(ch.range(0x8B, 0xA7) | ch.range(0xB0, 0xBF));
     }
     let first = lead & (second >> 1) & (third >> 2);
     first | first << 1 | first << 2
