@@ -220,6 +220,23 @@ mod tests {
     }
 
     #[test]
+    fn the_inlined_hit_finds_what_count_in_stored() {
+        // Every length the count loop looks up inline (1..=15), short table and long, read from
+        // the text and from a padded copy: the key is the one `count_in` stored under.
+        let text = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOP";
+        for len in 1..16 {
+            let mut memo = Memo::new();
+            assert_eq!(memo.count_in(text, 3, 3 + len, |_| 40 + len), 40 + len);
+            let b = load16(text, 3).copied().unwrap_or_default();
+            assert_eq!(memo.key_hit(&b, len), Some(40 + len), "len {len}");
+            assert_eq!(memo.key_hit(&padded16(&text[..3 + len], 3), len), Some(40 + len), "len {len}, padded");
+            if len <= 8 {
+                assert_eq!(memo.short_hit(text, 3, len), Some(40 + len), "len {len}, short");
+            }
+        }
+    }
+
+    #[test]
     fn a_key_read_from_the_text_is_the_key_of_the_piece_alone() {
         // The same piece, once at the end of a text (read byte by byte) and once with text after
         // it (read as whole words, masked): the second is a hit on the first.
