@@ -103,9 +103,8 @@ fn count_with(
         // Blocks are tried from here on (past the last byte beyond ASCII that stopped one).
         let mut blocks_from = 0;
         while at < s.len() {
-            // Every piece a block settles, walked by its starts. (A piece that starts past ASCII
-            // is never in one: CJK text, a piece per run, would classify a block per piece.)
-            if at >= blocks_from && s.get(at).is_some_and(|&b| b < 0x80) {
+            // Every piece a block settles, walked by its starts.
+            if block_from_here(s, at, blocks_from) {
                 let starts = block(s, at);
                 let mut ends = starts.bits & !1 & blocks::upto(starts.settled);
                 let mut from = 0;
@@ -134,6 +133,15 @@ fn count_with(
         }
         n
     })
+}
+
+/// Whether a block is worth classifying at `at`: past the byte beyond ASCII that stopped the
+/// last one (`blocks_from`), and not on such a byte, where a block knows nothing (CJK text, a
+/// piece per run, classified a block for every piece and used none). The count loop and
+/// `Pieces` ask the same question, so the tests of `pieces` cover the loop's steps.
+#[inline(always)]
+fn block_from_here(s: &[u8], at: usize, blocks_from: usize) -> bool {
+    at >= blocks_from && s.get(at).is_some_and(|&b| b < 0x80)
 }
 
 /// The sum of `count(start, end)` over the pieces of `s`, in order, one at a time.
@@ -192,7 +200,7 @@ impl<'a> Iterator for Pieces<'a> {
         }
         // The count loop's steps in the same order (a block's starts, then the letter masks,
         // then one piece the general way), so the tests of `pieces` against the regex cover them.
-        if self.ends == 0 && self.at >= self.blocks_from && s.get(self.at).is_some_and(|&b| b < 0x80) {
+        if self.ends == 0 && block_from_here(s, self.at, self.blocks_from) {
             let starts = match self.pattern {
                 Pattern::O200k => blocks::o200k(s, self.at),
                 Pattern::Cl100k => blocks::cl100k(s, self.at),

@@ -192,8 +192,9 @@ fn memo_profile() {
     let passes: usize = std::env::var("CTXFAST_PROFILE_PASSES").ok().and_then(|p| p.parse().ok()).unwrap_or(40);
     let pieces = super::pieces(pattern, &text).count();
     super::count(pattern, &text, |p| bpe.count(p));
-    // CTXFAST_PROFILE_FLUSH=MB: before each pass, write that much (untimed; 64 MB if not a number), as another library's
-    // work between two counts would, so the piece cache starts from memory.
+    // CTXFAST_PROFILE_FLUSH=MB: before each pass, write that much (untimed; 64 MB if not a
+    // number), as another library's work between two counts would, so the piece cache starts
+    // from memory.
     let flush_mb: usize = std::env::var("CTXFAST_PROFILE_FLUSH").ok().map_or(0, |v| v.parse().unwrap_or(64));
     let mut flush = vec![0u8; flush_mb << 20];
     let mut took = std::time::Duration::ZERO;
