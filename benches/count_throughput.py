@@ -95,6 +95,12 @@ def _time(fn: Callable[[], int]) -> tuple[float, int]:
     return time.perf_counter() - t, n
 
 
+def alternating(names: dict[str, Any], sample: int) -> list[str]:
+    """The names in order on even samples, reversed on odd ones."""
+    order = list(names)
+    return order if sample % 2 == 0 else order[::-1]
+
+
 def measure(encoding: str, kind: str, text: str, samples: int) -> dict[str, Any]:
     import tiktoken
 
@@ -117,9 +123,15 @@ def measure(encoding: str, kind: str, text: str, samples: int) -> dict[str, Any]
         "ctxfast steady": lambda t: ours.count(t, cache=False),
         "fastokens steady": lambda t: fast_count(steady_fast, t),
     }
-    cold: dict[str, Callable[[str], int]] = {
-        "ctxfast cold": cold_ours,
-        "fastokens cold": lambda t: fast_count(new_fast(), t),
+    def fresh_fast() -> Callable[[str], int]:
+        tok = new_fast()
+        return lambda t: fast_count(tok, t)
+
+    # Each cold contender is made before its count, outside the timing: ctxfast's clear is part
+    # of its cold count, a new fastokens instance's construction is not a count.
+    cold: dict[str, Callable[[], Callable[[str], int]]] = {
+        "ctxfast cold": lambda: cold_ours,
+        "fastokens cold": fresh_fast,
     }
     times: dict[str, list[float]] = {k: [] for k in [*steady, *cold, "tiktoken"]}
 
@@ -136,20 +148,13 @@ def measure(encoding: str, kind: str, text: str, samples: int) -> dict[str, Any]
     # (hundreds of MB built) flushes them, and whoever was timed after it paid for that
     # (measured: ctxfast steady on prose 186 MB/s when it always followed one, 270 otherwise).
     for s, body in enumerate(bodies):
-        order = list(steady) if s % 2 == 0 else list(reversed(steady))
-        for name in order:
+        for name in alternating(steady, s):
             timed("tiktoken", lambda t: len(tk.encode_ordinary(t)), body, expected[s])
             timed(name, steady[name], body, expected[s])
-    # Cold: ctxfast drops its caches, fastokens starts a new instance (built outside the timing:
-    # its construction is not a count), in alternating order.
+    # Cold, in alternating order.
     for s, body in enumerate(bodies):
-        order = list(cold) if s % 2 == 0 else list(reversed(cold))
-        for name in order:
-            if name == "fastokens cold":
-                tok = new_fast()
-                timed(name, lambda t: fast_count(tok, t), body, expected[s])
-            else:
-                timed(name, cold[name], body, expected[s])
+        for name in alternating(cold, s):
+            timed(name, cold[name](), body, expected[s])
     mb = len(second.encode()) / 1e6
     return {"encoding": encoding, "kind": kind, "mb": mb,
             **{k: mb / statistics.median(v) for k, v in times.items()}}
