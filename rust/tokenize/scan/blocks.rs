@@ -35,7 +35,7 @@ pub const SPAN: usize = 64;
 
 /// The piece starts of a block.
 pub struct Starts {
-    /// Bit i: a piece starts at the block's byte i (bit 0 always).
+    /// Bit i: a piece starts at the block's byte i (bit 0 always), or the text ends there.
     pub bits: u64,
     /// Starts up to this offset are settled: a piece that ends at or before it is a piece of the
     /// text. 0 when nothing is.
@@ -274,7 +274,10 @@ fn starts<const O200K: bool>(s: &[u8], at: usize) -> Starts {
         }
         settled
     };
-    Starts { bits: bits & below(n), settled, high_at }
+    // Where the block ends the text, the text's end closes its last piece: the walk takes that
+    // piece too, rather than classifying a block for it alone (a third of a short count's blocks).
+    let text_end = if ends_text && settled == n { 1u64.checked_shl(n as u32).unwrap_or(0) } else { 0 };
+    Starts { bits: (bits & below(n)) | text_end, settled, high_at }
 }
 
 /// The length of the contraction at `q` (an apostrophe after a letter) in `b`: 0 when none,

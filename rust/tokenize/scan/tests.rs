@@ -210,6 +210,23 @@ fn memo_profile() {
 }
 
 
+#[test]
+fn a_block_that_ends_the_text_closes_its_last_piece() {
+    // The walk goes by ends; without the text's end among them the last piece took a block of
+    // its own (three blocks for a 19-token sentence instead of two).
+    for (text, end) in [("ab cd", 5), ("x = 1;\n", 7), ("The quick brown fox.", 20)] {
+        let starts = super::blocks::o200k(text.as_bytes(), 0);
+        assert_eq!(starts.settled, end, "{text:?}");
+        assert_eq!(starts.bits >> end, 1, "{text:?}: the end closes the last piece");
+        assert_eq!(super::blocks::cl100k(text.as_bytes(), 0).bits >> end, 1, "{text:?}");
+    }
+    // A block that does not reach the end, or ends exactly on its 64th byte, has no such bit.
+    let long = "word ".repeat(20);
+    assert_eq!(super::blocks::o200k(long.as_bytes(), 0).bits >> 63, 0);
+    let exact = "word ".repeat(12) + "abcd";
+    assert_eq!(super::blocks::o200k(exact.as_bytes(), 0).settled, 64);
+}
+
 /// Characters that each play a part in the block rules (letters of both cases and of the
 /// contractions, a digit, the whitespace kinds, symbols, the tail's slash, the apostrophe, a
 /// letter and a space past ASCII, and a curly quote and thin space, whose three bytes a block
