@@ -98,6 +98,7 @@ fn count_with(
                 None => memo.count_in(s, at, at + len, &bpe_count),
             }
         };
+        memo.bring_in(s.len());
         let mut letters = Letters::new(pattern.case());
         let (mut n, mut at) = (0usize, 0);
         // Blocks are tried from here on (past the last byte beyond ASCII that stopped one).

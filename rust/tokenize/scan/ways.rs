@@ -54,11 +54,17 @@ pub struct Ways<const N: usize, const W: usize> {
     fills: usize,
     /// Of those, the ones that pushed a piece out.
     evictions: usize,
+    /// One bit a bucket: set when it holds a piece (`read_through` reads only those).
+    held: Vec<u64>,
+    /// How many bits of `held` are set.
+    in_use: usize,
 }
 
 impl<const N: usize, const W: usize> Ways<N, W> {
     pub fn new(bits: u32, max_bits: u32) -> Self {
-        Ways { buckets: empty(bits), bits, max_bits, fills: 0, evictions: 0 }
+        let buckets = empty(bits);
+        let held = held_in(&buckets);
+        Ways { buckets, bits, max_bits, fills: 0, evictions: 0, held, in_use: 0 }
     }
 
     /// The count stored for `key` and `tag`, if any.
@@ -88,8 +94,14 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         }
         let n = count(piece);
         let Ok(stored) = u32::try_from(n) else { return n };
-        let Some(b) = self.buckets.get_mut(index(&key, tag, self.bits)) else { return n };
+        let at = index(&key, tag, self.bits);
+        let Some(b) = self.buckets.get_mut(at) else { return n };
         let evicted = push(b, Slot::new(key, tag, stored));
+        if let Some(w) = self.held.get_mut(at / 64) {
+            let bit = 1 << (at % 64);
+            self.in_use += usize::from(*w & bit == 0);
+            *w |= bit;
+        }
         self.evictions += usize::from(evicted);
         self.fills += 1;
         // Grow when the new pieces since the last growth would fill an eighth of the slots per
@@ -114,10 +126,40 @@ impl<const N: usize, const W: usize> Ways<N, W> {
                 }
             }
         }
+        self.held = held_in(&buckets);
+        self.in_use = self.held.iter().map(|w| w.count_ones() as usize).sum();
         self.buckets = buckets;
         self.bits = bits;
         self.fills = 0;
         self.evictions = 0;
+    }
+
+    /// How many buckets hold a piece.
+    pub fn in_use(&self) -> usize {
+        self.in_use
+    }
+
+    /// Reads one word of every bucket that holds a piece, first to last, each load independent
+    /// of the others: what the table holds comes into the CPU's caches with many loads in flight
+    /// at once, where the count's lookups would wait on them one at a time.
+    pub fn read_through(&self) -> u64 {
+        let mut x = 0;
+        for (i, &word) in self.held.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let at = i * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                x ^= self.buckets.get(at).map_or(0, |b| b.tag_counts.first().copied().unwrap_or(0));
+            }
+        }
+        x
+    }
+
+    /// Whether `held` and `in_use` say what the buckets hold.
+    #[cfg(test)]
+    pub fn held_is_exact(&self) -> bool {
+        let holding = self.buckets.iter().filter(|b| b.tag_counts.first().is_some_and(|&tc| tc as u32 != EMPTY_TAG)).count();
+        held_in(&self.buckets) == self.held && self.in_use == holding
     }
 
     #[cfg(test)]
@@ -136,6 +178,19 @@ fn push<const N: usize, const W: usize>(b: &mut Bucket<N, W>, slot: Slot<N>) -> 
         (*key, *tc) = (slot.key, slot.tag_count);
     }
     evicted
+}
+
+/// The `held` bits of `buckets`: a bucket holds a piece when its front slot does.
+fn held_in<const N: usize, const W: usize>(buckets: &[Bucket<N, W>]) -> Vec<u64> {
+    let mut held = vec![0u64; buckets.len().div_ceil(64)];
+    for (at, b) in buckets.iter().enumerate() {
+        if b.tag_counts.first().is_some_and(|&tc| tc as u32 != EMPTY_TAG) {
+            if let Some(w) = held.get_mut(at / 64) {
+                *w |= 1 << (at % 64);
+            }
+        }
+    }
+    held
 }
 
 fn empty<const N: usize, const W: usize>(bits: u32) -> Box<[Bucket<N, W>]> {
