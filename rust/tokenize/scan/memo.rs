@@ -314,6 +314,27 @@ mod tests {
     }
 
     #[test]
+    fn three_pieces_of_one_long_bucket_stop_pushing_each_other_out() {
+        // Two ways a bucket: a third recurring piece used to evict one of the other two on
+        // every pass, each time a BPE again. It now goes to the neighbouring bucket.
+        let mut ways: Ways<3, 2> = Ways::new(9, 9);
+        let key = |i: u64| [i, !i, 7];
+        let first = ways.bucket_of(&key(0), 10);
+        let same: Vec<u64> = (0..).filter(|&i| ways.bucket_of(&key(i), 10) == first).take(3).collect();
+        let mut bpe = 0;
+        for _ in 0..5 {
+            for &i in &same {
+                let n = ways.count(key(i), 10, b"piece", |_| {
+                    bpe += 1;
+                    i as usize + 1
+                });
+                assert_eq!(n, i as usize + 1);
+            }
+        }
+        assert_eq!(bpe, 3, "each piece counted once, then found");
+    }
+
+    #[test]
     fn the_table_is_per_pattern_and_reentry_counts_without_it() {
         let n = with(Pattern::O200k, |m| {
             assert!(m.is_some());

@@ -6,7 +6,10 @@
 //! page boundary, so every pair of the long table and half of the short table's straddled two
 //! lines, and each lookup outside the L2 cache waited on two. Why four short ways: a pair
 //! overflows at a quarter full (the birthday bound), so the two-way short table grew to 512 KiB
-//! for the few thousand short pieces of an English text; four ways fill to half first.
+//! for the few thousand short pieces of an English text; four ways fill to half first. A piece
+//! whose bucket is full goes to the neighbouring one if that has room (`Ways::home`): two
+//! buckets overflow together far more rarely than one, so recurring pieces stop evicting each
+//! other. Buckets that hold a piece are marked (`held`) so `read_through` can load just those.
 
 /// One entry: the key (`N` words), then its tag (0: empty; else set by the caller, who compares
 /// it with the key, so a hit is exact) in the low half of one word and the count in the high
@@ -73,9 +76,19 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     /// is: a search that stopped at the match mispredicted about every other piece (the way a
     /// piece sits in changes from piece to piece). A count is never 0 (pieces are not empty), so
     /// 0 means none matched.
+    ///
+    /// Only the piece's own bucket: one that went to the neighbour (`home`) is found by `count`,
+    /// the out-of-line path, so the inlined hit stays one bucket's compare.
     #[inline(always)]
     pub fn get(&self, key: &[u64; N], tag: u32) -> Option<usize> {
-        let b = self.buckets.get(index(key, tag, self.bits))?;
+        self.get_at(index(key, tag, self.bits), key, tag)
+    }
+
+    /// `get` in bucket `at`. (Written as the loop it is: the same compare as a separate
+    /// function called with `map_or` compiled to ~10 more instructions a piece, measured.)
+    #[inline(always)]
+    fn get_at(&self, at: usize, key: &[u64; N], tag: u32) -> Option<usize> {
+        let b = self.buckets.get(at)?;
         let mut found = 0u64;
         for (k, &tc) in b.keys.iter().zip(&b.tag_counts) {
             let differ = k.iter().zip(key).fold((tc ^ u64::from(tag)) & u64::from(u32::MAX), |d, (a, b)| d | (a ^ b));
@@ -85,16 +98,27 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         (count != 0).then_some(count)
     }
 
+    /// Where a new piece whose bucket is `at` goes: there, or in the neighbouring bucket (the
+    /// other half of the same 128-byte pair) when `at` is full and the neighbour is not. Why:
+    /// with two long ways a bucket, three recurring pieces that meet in one pushed each other
+    /// out on every text, each a BPE again (at the sizes a long text's pieces grow the table to,
+    /// about a hundred of them a pass on English), and the overflows grew the table, a rehash of
+    /// megabytes, in the middle of a count; two neighbours together overflow far more rarely.
+    fn home(&self, at: usize) -> usize {
+        home_in(&self.buckets, at)
+    }
+
     /// The count of `key`, from the table or from `count` (then stored in front of its bucket,
     /// pushing out the oldest of a full one).
     #[inline(always)]
     pub fn count(&mut self, key: [u64; N], tag: u32, piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
-        if let Some(n) = self.get(&key, tag) {
+        let own = index(&key, tag, self.bits);
+        if let Some(n) = self.get_at(own, &key, tag).or_else(|| self.get_at(own ^ 1, &key, tag)) {
             return n;
         }
         let n = count(piece);
         let Ok(stored) = u32::try_from(n) else { return n };
-        let at = index(&key, tag, self.bits);
+        let at = self.home(own);
         let Some(b) = self.buckets.get_mut(at) else { return n };
         let evicted = push(b, Slot::new(key, tag, stored));
         if let Some(w) = self.held.get_mut(at / 64) {
@@ -121,7 +145,8 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         let mut buckets = empty::<N, W>(bits);
         for b in self.buckets.iter() {
             for slot in (0..W).rev().filter_map(|w| b.slot(w)).filter(|s| s.tag() != EMPTY_TAG) {
-                if let Some(to) = buckets.get_mut(index(&slot.key, slot.tag(), bits)) {
+                let at = home_in(&buckets, index(&slot.key, slot.tag(), bits));
+                if let Some(to) = buckets.get_mut(at) {
                     push(to, slot);
                 }
             }
@@ -155,6 +180,12 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         x
     }
 
+    /// The bucket `key` and `tag` hash to.
+    #[cfg(test)]
+    pub fn bucket_of(&self, key: &[u64; N], tag: u32) -> usize {
+        index(key, tag, self.bits)
+    }
+
     /// Whether `held` and `in_use` say what the buckets hold.
     #[cfg(test)]
     pub fn held_is_exact(&self) -> bool {
@@ -165,6 +196,16 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.buckets.len() * W
+    }
+}
+
+/// `Ways::home` over `buckets`.
+fn home_in<const N: usize, const W: usize>(buckets: &[Bucket<N, W>], at: usize) -> usize {
+    let full = |b: &Bucket<N, W>| b.tag_counts.last().is_some_and(|&tc| tc as u32 != EMPTY_TAG);
+    if buckets.get(at).is_some_and(full) && buckets.get(at ^ 1).is_some_and(|b| !full(b)) {
+        at ^ 1
+    } else {
+        at
     }
 }
 
