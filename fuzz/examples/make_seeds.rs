@@ -48,7 +48,7 @@ order = "largest"
 
 fn seg(text: String, layer: Layer, key: Option<&str>) -> SegmentData {
     let mut s = SegmentData::new(text, layer);
-    s.key = key.map(str::to_string);
+    s.key = key.map(Into::into);
     s
 }
 
@@ -101,10 +101,10 @@ fn main() {
     admit(&mut w, seg(words(8), Layer::System, None));
     for (i, g) in ["x1", "x2", "x3"].iter().enumerate() {
         let mut call = seg("reading the file".into(), Layer::Conversation, Some(&format!("{g}.call")));
-        call.group = Some(g.to_string());
+        call.group = Some((*g).into());
         call.set_tool(Some(ToolCall { step: Some(i as i64 + 1), tool: Some("read_file".into()), arguments: Some(format!("src/{g}.rs")) }));
         let mut result = seg(vec!["line"; 40].join("\n"), Layer::ToolResult, Some(&format!("{g}.result")));
-        result.group = Some(g.to_string());
+        result.group = Some((*g).into());
         result.recoverable = true;
         admit(&mut w, call);
         admit(&mut w, result);

@@ -117,12 +117,12 @@ impl SegIn {
         let text = self.text.build();
         let layer = Layer::from_index(self.layer as usize % 8).unwrap_or(Layer::Conversation);
         let mut s = SegmentData::new(text, layer);
-        s.key = self.key.map(key_name);
+        s.key = self.key.map(|k| key_name(k).into());
         s.score = self.score.build();
         s.tokens = self.tokens.map(|b| if valid { b.valid() } else { b.raw() });
         s.recoverable = self.recoverable;
         s.stale = self.stale;
-        s.group = self.group.map(|g| GROUPS[g as usize % GROUPS.len()].to_string());
+        s.group = self.group.map(|g| GROUPS[g as usize % GROUPS.len()].into());
         s.set_level(self.level.map(|l| (l % 4) as i64));
         s.set_covers(self.covers.iter().take(4).map(|&k| key_name(k)).collect());
         s.set_tool(self.tool.as_ref().map(|t| ToolCall {

@@ -94,7 +94,7 @@ impl Driver {
     /// Aims at the keys a loaded window holds or remembers too.
     pub fn learn_keys(&mut self, w: &Window) {
         // The state's own keys first, so small indices aim at them.
-        let mut keys: Vec<String> = w.entries().iter().filter_map(|e| e.seg.key.clone()).collect();
+        let mut keys: Vec<String> = w.entries().iter().filter_map(|e| e.seg.key.as_deref().map(str::to_string)).collect();
         let mut whys: Vec<String> = w.whys().map(|y| y.key.clone()).collect();
         whys.sort();
         keys.extend(whys);
@@ -167,7 +167,7 @@ impl Driver {
                         Ok(Admit::Duplicate) => ensure!(self.strict, held_before, "a key not held was refused"),
                         Ok(Admit::Admitted { .. }) => {
                             ensure!(self.strict, !held_before, "a held key was admitted twice");
-                            self.admitted.insert(k.clone());
+                            self.admitted.insert(k.to_string());
                             ensure!(self.strict, w.holds(k));
                             ensure_eq!(self.strict, w.why(k).map(|y| y.status), Ok(Status::Held));
                         }

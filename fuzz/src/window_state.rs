@@ -27,7 +27,7 @@ pub fn consistency(w: &Window) -> Result<(), String> {
         need!(e.tokens <= MAX_COUNT, "entry {} holds {} tokens, above MAX_COUNT", e.id, e.tokens);
         need!(e.seg.validate().is_ok(), "entry {} has score {}", e.id, e.seg.score);
         if let Some(k) = &e.seg.key {
-            need!(keys.insert(k.clone()), "key {k:?} held twice");
+            need!(keys.insert(k.to_string()), "key {k:?} held twice");
             need!(w.holds(k), "entry key {k:?} not in the held keys");
             let status = w.why(k).map(|y| y.status);
             need!(matches!(status, Ok(Status::Held | Status::Truncated)), "held key {k:?} has why {status:?}");
@@ -49,7 +49,7 @@ pub fn consistency(w: &Window) -> Result<(), String> {
         .map(|o| o.iter().map(|(k, id)| (k.clone(), id.as_u64().unwrap_or(u64::MAX))).collect())
         .unwrap_or_default();
     let entry_keys: BTreeMap<String, u64> =
-        w.entries().iter().filter_map(|e| e.seg.key.clone().map(|k| (k, e.id))).collect();
+        w.entries().iter().filter_map(|e| e.seg.key.as_deref().map(|k| (k.to_string(), e.id))).collect();
     need!(table == entry_keys, "held_keys {table:?} do not match the entries' keys {entry_keys:?}");
     if let Some(o) = v["why"].as_object() {
         for (k, y) in o {

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use compact_str::CompactString;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString};
 
@@ -238,13 +239,14 @@ pub fn path(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<String> {
     Ok(text(&fspath, arg)?.to_string())
 }
 
-/// Keys and groups: str, or int (kept as its decimal text).
-pub fn ident_arg(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<String>> {
+/// Keys and groups: str, or int (kept as its decimal text). Copied straight into the
+/// `CompactString` the segment holds (inline when short), not through a `String`.
+pub fn ident_arg(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<CompactString>> {
     match obj {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
-        Some(o) if o.is_instance_of::<PyString>() => Ok(Some(text(o, arg)?.to_string())),
-        Some(o) if o.is_instance_of::<PyInt>() && !o.is_instance_of::<PyBool>() => Ok(Some(o.str()?.to_string())),
+        Some(o) if o.is_instance_of::<PyString>() => Ok(Some(text(o, arg)?.into())),
+        Some(o) if o.is_instance_of::<PyInt>() && !o.is_instance_of::<PyBool>() => Ok(Some(o.str()?.to_str()?.into())),
         Some(o) => Err(wrong_type(o, arg, "str, int or None")),
     }
 }

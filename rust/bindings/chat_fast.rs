@@ -242,7 +242,7 @@ pub fn _fit_chat_fast(
             let Ok(id) = id.to_str() else { return Ok(None) };
             results.push((i, id));
         }
-        records.push(Record { text, group: u.groups.get(i).cloned().flatten(), call });
+        records.push(Record { text, group: u.groups.get(i).and_then(Option::as_deref).map(Into::into), call });
         ends.push(strings.len());
         extra.push(r.framing);
     }

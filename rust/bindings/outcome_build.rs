@@ -153,7 +153,7 @@ pub fn build_fit(
         data.group = first.and_then(|f| f.group.clone());
         let meta = PyDict::new(py);
         let keys: Vec<Option<String>> =
-            rec.members.iter().map(|&m| originals.data(py, m).and_then(|d| d.key.clone())).collect();
+            rec.members.iter().map(|&m| originals.data(py, m).and_then(|d| d.key.as_deref().map(str::to_string))).collect();
         meta.set_item("digest_of", keys)?;
         meta.set_item("rung", rung_name(rec.rung))?;
         digests.push(Py::new(py, Segment::with_count(data, Some(meta.into_any().unbind()), counter_id, rec.tokens))?);

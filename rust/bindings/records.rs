@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use compact_str::CompactString;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -135,7 +136,7 @@ pub fn _fit_records(
         let text = texts.get_item(p)?;
         let text = text.cast::<PyString>().map_err(|_| args::wrong_type(&text, &format!("texts[{p}]"), "str"))?;
         let group = groups.get_item(p)?;
-        let group = if group.is_none() { None } else { Some(args::text(&group, &format!("groups[{p}]"))?.to_string()) };
+        let group = if group.is_none() { None } else { Some(args::text(&group, &format!("groups[{p}]"))?.into()) };
         let call = tool_call(&calls.get_item(p)?, &format!("calls[{p}]"))?;
         recs.push(Record { text: text.to_str()?.to_string(), group, call });
     }
@@ -169,7 +170,7 @@ pub fn exactness_arg(value: Option<String>) -> PyResult<Option<String>> {
 /// One record: what the ladder may shorten or preview, its exchange group, its tool call.
 pub struct Record {
     pub text: String,
-    pub group: Option<String>,
+    pub group: Option<CompactString>,
     pub call: Option<ToolCall>,
 }
 

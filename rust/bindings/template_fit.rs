@@ -102,7 +102,7 @@ pub fn _fit_template(
         let text = text.cast::<PyString>().map_err(|_| args::wrong_type(&text, &format!("texts[{i}]"), "str"))?;
         let mut d = SegmentData::new(text.to_str()?, layer_arg(&layers.get_item(i)?, &format!("layers[{i}]"))?);
         let group = groups.get_item(i)?;
-        d.group = if group.is_none() { None } else { Some(args::text(&group, &format!("groups[{i}]"))?.to_string()) };
+        d.group = if group.is_none() { None } else { Some(args::text(&group, &format!("groups[{i}]"))?.into()) };
         d.set_tool(tool_call(&calls.get_item(i)?, &format!("calls[{i}]"))?);
         segments.push(d);
     }

@@ -72,7 +72,7 @@ impl InputNames {
 /// A unit named without input names: its first member's group, else its key, else `#position`.
 pub fn default_label(segs: &[&SegmentData], first: usize) -> String {
     let s = segs[first];
-    s.group.clone().or_else(|| s.key.clone()).unwrap_or_else(|| format!("#{first}"))
+    s.group.as_deref().or(s.key.as_deref()).map_or_else(|| format!("#{first}"), str::to_string)
 }
 
 /// Segments listed without input names: each by its key (quoted), else by position, runs of

@@ -78,7 +78,7 @@ pub(super) fn unfittable(lad: &Ladder<'_>) -> Unfittable {
         // Nothing is protected and one unit is left: a request is never sent empty.
         if let Some(u) = lad.units.iter().position(|u| u.alive) {
             let s = lad.segs[lad.units[u].position];
-            let name = s.group.clone().or_else(|| s.key.clone()).map(|n| format!(" {n:?}")).unwrap_or_default();
+            let name = s.group.as_deref().or(s.key.as_deref()).map(|n| format!(" {n:?}")).unwrap_or_default();
             components.push((format!("last unit, {}{name} (a request is never empty)", lad.policy.label(s.layer)), lad.unit_tokens(u)));
             detail.push(format!(
                 "nothing is protected; the last unit stays, as a request is never empty: {}, {}",

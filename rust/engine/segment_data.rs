@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use compact_str::CompactString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::segment::Layer;
@@ -32,8 +33,10 @@ struct Extra {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SegmentData {
     pub text: String,
-    pub key: Option<String>,
-    pub group: Option<String>,
+    /// Key and group are short names ("call_abc123", "tool:call_1"), held inline up to 24
+    /// bytes: a request built afresh (`fit_columns`) allocates no string for either.
+    pub key: Option<CompactString>,
+    pub group: Option<CompactString>,
     pub score: f64,
     pub tokens: Option<usize>,
     pub layer: Layer,
@@ -150,12 +153,12 @@ impl std::fmt::Debug for DigestMemo {
 struct WireOut<'a> {
     text: &'a str,
     layer: Layer,
-    key: &'a Option<String>,
+    key: Option<&'a str>,
     score: f64,
     tokens: Option<usize>,
     recoverable: bool,
     stale: bool,
-    group: &'a Option<String>,
+    group: Option<&'a str>,
     level: Option<i64>,
     covers: &'a [String],
     tool: Option<&'a ToolCall>,
@@ -167,12 +170,12 @@ struct WireIn {
     #[serde(deserialize_with = "text")]
     text: String,
     layer: Layer,
-    key: Option<String>,
+    key: Option<CompactString>,
     score: f64,
     tokens: Option<usize>,
     recoverable: bool,
     stale: bool,
-    group: Option<String>,
+    group: Option<CompactString>,
     level: Option<i64>,
     covers: Vec<String>,
     tool: Option<ToolCall>,
@@ -211,12 +214,12 @@ impl Serialize for SegmentData {
         WireOut {
             text: &self.text,
             layer: self.layer,
-            key: &self.key,
+            key: self.key.as_deref(),
             score: self.score,
             tokens: self.tokens,
             recoverable: self.recoverable,
             stale: self.stale,
-            group: &self.group,
+            group: self.group.as_deref(),
             level: self.level(),
             covers: self.covers(),
             tool: self.tool(),

@@ -20,8 +20,8 @@ fn removed(out: &FitOutcome, segs: &[SegmentData], how: Taken) -> Vec<String> {
     let mut groups: Vec<String> = Vec::new();
     for r in out.removals.iter().filter(|r| r.action == how) {
         let name = match r.target {
-            Target::Segment(i) => segs[i].group.clone().unwrap_or_default(),
-            Target::Digest(d) => format!("digest of {}", segs[out.digests[d].members[0]].group.clone().unwrap_or_default()),
+            Target::Segment(i) => segs[i].group.as_deref().unwrap_or_default().to_string(),
+            Target::Digest(d) => format!("digest of {}", segs[out.digests[d].members[0]].group.as_deref().unwrap_or_default()),
         };
         if !groups.contains(&name) {
             groups.push(name);

@@ -53,20 +53,20 @@ fn request_with(n: usize, seed: u64, recur: Option<i64>) -> Vec<SegmentData> {
                 exchange += 1;
                 let g = format!("ex{}", recur.map_or(exchange, |r| exchange % r));
                 let mut call = SegmentData::new("w w", Layer::Conversation);
-                call.group = Some(g.clone());
+                call.group = Some(g.as_str().into());
                 call.tokens = Some(2 + rng.below(20));
                 call.set_tool(Some(ToolCall { step: Some(exchange), tool: Some("read".into()), arguments: Some("f.py".into()) }));
                 call.stale = rng.below(2) == 0;
                 segs.push(call);
                 let mut result = SegmentData::new("w w w w w w w w", Layer::ToolResult);
-                result.group = Some(g);
+                result.group = Some(g.into());
                 result.recoverable = true;
                 result.stale = rng.below(2) == 0;
                 result
             }
             6..=8 => {
                 let mut c = SegmentData::new("w w w w", Layer::Retrieved);
-                c.key = Some(format!("chunk{}", segs.len()));
+                c.key = Some(format!("chunk{}", segs.len()).into());
                 // Ties on purpose: the order must fall back to position.
                 c.score = f64::from(u32::try_from(rng.below(1000)).unwrap_or(0)) / 1000.0;
                 c.recoverable = rng.below(3) == 0;
@@ -75,7 +75,7 @@ fn request_with(n: usize, seed: u64, recur: Option<i64>) -> Vec<SegmentData> {
             _ => {
                 let mut s = SegmentData::new("w w w w w", Layer::Summary);
                 s.set_level(Some(i64::try_from(rng.below(3)).unwrap_or(0)));
-                s.key = Some(format!("sum{}", segs.len()));
+                s.key = Some(format!("sum{}", segs.len()).into());
                 s
             }
         };

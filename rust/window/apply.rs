@@ -111,7 +111,7 @@ impl Window {
             };
             let mut data = SegmentData::new(rec.text.clone(), rec.layer);
             data.group = first.seg.group.clone();
-            let provenance = (first.seg.key.clone(), "digest".to_string());
+            let provenance = (first.seg.key.as_deref().map(str::to_string), "digest".to_string());
             let new = self.new_entry(Arc::new(data), rec.tokens, Some(provenance.clone()));
             self.totals.surrogates_added = self.totals.surrogates_added.saturating_add(rec.tokens as u64);
             self.counters.digests = self.counters.digests.saturating_add(1);

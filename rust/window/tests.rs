@@ -6,7 +6,7 @@ use ledger::Cause;
 
 fn seg(text: &str, layer: Layer, key: Option<&str>, score: f64) -> Arc<SegmentData> {
     let mut s = SegmentData::new(text, layer);
-    s.key = key.map(str::to_string);
+    s.key = key.map(Into::into);
     s.score = score;
     Arc::new(s)
 }
@@ -175,7 +175,7 @@ fn a_digest_dropped_in_the_same_fit_leaves_exactly_itself() {
         call.set_tool(Some(crate::engine::ToolCall { step: Some(1), tool: Some("read".into()), arguments: Some("a".into()) }));
         let mut result = SegmentData::new(vec!["w"; 60].join("\n"), Layer::ToolResult);
         result.group = Some(g.into());
-        result.key = Some(format!("{g}.result"));
+        result.key = Some(format!("{g}.result").into());
         w.admit(Arc::new(call), 1).unwrap();
         w.admit(Arc::new(result), 60).unwrap();
     }

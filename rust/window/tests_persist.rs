@@ -9,8 +9,8 @@ use crate::engine::TokenSource;
 
 fn seg(text: String, layer: Layer, key: Option<String>, group: Option<String>, recoverable: bool) -> Arc<SegmentData> {
     let mut s = SegmentData::new(text, layer);
-    s.key = key;
-    s.group = group;
+    s.key = key.map(Into::into);
+    s.group = group.map(Into::into);
     s.recoverable = recoverable;
     s.score = 0.5;
     Arc::new(s)

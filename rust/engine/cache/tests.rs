@@ -10,7 +10,7 @@ fn seg(layer: Layer, tokens: usize, name: &str, group: Option<&str>) -> SegmentD
     words.extend(std::iter::repeat_n("w".to_string(), tokens.saturating_sub(1)));
     let mut s = SegmentData::new(words.join(" "), layer);
     s.tokens = Some(tokens);
-    s.group = group.map(str::to_string);
+    s.group = group.map(Into::into);
     s
 }
 
