@@ -108,8 +108,8 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         home_in(&self.buckets, at)
     }
 
-    /// The count of `key`, from the table or from `count` (then stored in front of its bucket,
-    /// pushing out the oldest of a full one).
+    /// The count of `key`, from the table (its bucket or the neighbour's) or from `count` (then
+    /// stored in front of the bucket `home` picks, pushing out the oldest of a full one).
     #[inline(always)]
     pub fn count(&mut self, key: [u64; N], tag: u32, piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
         let own = index(&key, tag, self.bits);
