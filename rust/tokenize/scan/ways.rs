@@ -7,7 +7,7 @@
 //! lines, and each lookup outside the L2 cache waited on two. Why four short ways: a pair
 //! overflows at a quarter full (the birthday bound), so the two-way short table grew to 512 KiB
 //! for the few thousand short pieces of an English text; four ways fill to half first. A piece
-//! whose bucket is full goes to the neighbouring one if that has room (`Ways::home`): two
+//! whose bucket is full goes to the neighbouring one if that has room (`home`): two
 //! buckets overflow together far more rarely than one, so recurring pieces stop evicting each
 //! other. Buckets that hold a piece are marked (`held`) so `read_through` can load just those.
 
@@ -43,6 +43,16 @@ struct Bucket<const N: usize, const W: usize> {
 impl<const N: usize, const W: usize> Bucket<N, W> {
     fn slot(&self, w: usize) -> Option<Slot<N>> {
         Some(Slot { key: *self.keys.get(w)?, tag_count: *self.tag_counts.get(w)? })
+    }
+
+    /// Whether it holds a piece (slots fill from the front).
+    fn holds_any(&self) -> bool {
+        self.tag_counts.first().is_some_and(|&tc| tc as u32 != EMPTY_TAG)
+    }
+
+    /// Whether every slot holds a piece (the next one in pushes the oldest out).
+    fn is_full(&self) -> bool {
+        self.tag_counts.last().is_some_and(|&tc| tc as u32 != EMPTY_TAG)
     }
 }
 
@@ -98,16 +108,6 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         (count != 0).then_some(count)
     }
 
-    /// Where a new piece whose bucket is `at` goes: there, or in the neighbouring bucket (the
-    /// other half of the same 128-byte pair) when `at` is full and the neighbour is not. Why:
-    /// with two long ways a bucket, three recurring pieces that meet in one pushed each other
-    /// out on every text, each a BPE again (at the sizes a long text's pieces grow the table to,
-    /// about a hundred of them a pass on English), and the overflows grew the table, a rehash of
-    /// megabytes, in the middle of a count; two neighbours together overflow far more rarely.
-    fn home(&self, at: usize) -> usize {
-        home_in(&self.buckets, at)
-    }
-
     /// The count of `key`, from the table (its bucket or the neighbour's) or from `count` (then
     /// stored in front of the bucket `home` picks, pushing out the oldest of a full one).
     #[inline(always)]
@@ -118,14 +118,10 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         }
         let n = count(piece);
         let Ok(stored) = u32::try_from(n) else { return n };
-        let at = self.home(own);
+        let at = home(&self.buckets, own);
         let Some(b) = self.buckets.get_mut(at) else { return n };
         let evicted = push(b, Slot::new(key, tag, stored));
-        if let Some(w) = self.held.get_mut(at / 64) {
-            let bit = 1 << (at % 64);
-            self.in_use += usize::from(*w & bit == 0);
-            *w |= bit;
-        }
+        self.in_use += usize::from(mark(&mut self.held, at));
         self.evictions += usize::from(evicted);
         self.fills += 1;
         // Grow when the new pieces since the last growth would fill an eighth of the slots per
@@ -145,7 +141,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         let mut buckets = empty::<N, W>(bits);
         for b in self.buckets.iter() {
             for slot in (0..W).rev().filter_map(|w| b.slot(w)).filter(|s| s.tag() != EMPTY_TAG) {
-                let at = home_in(&buckets, index(&slot.key, slot.tag(), bits));
+                let at = home(&buckets, index(&slot.key, slot.tag(), bits));
                 if let Some(to) = buckets.get_mut(at) {
                     push(to, slot);
                 }
@@ -189,7 +185,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     /// Whether `held` and `in_use` say what the buckets hold.
     #[cfg(test)]
     pub fn held_is_exact(&self) -> bool {
-        let holding = self.buckets.iter().filter(|b| b.tag_counts.first().is_some_and(|&tc| tc as u32 != EMPTY_TAG)).count();
+        let holding = self.buckets.iter().filter(|b| b.holds_any()).count();
         held_in(&self.buckets) == self.held && self.in_use == holding
     }
 
@@ -199,10 +195,14 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     }
 }
 
-/// `Ways::home` over `buckets`.
-fn home_in<const N: usize, const W: usize>(buckets: &[Bucket<N, W>], at: usize) -> usize {
-    let full = |b: &Bucket<N, W>| b.tag_counts.last().is_some_and(|&tc| tc as u32 != EMPTY_TAG);
-    if buckets.get(at).is_some_and(full) && buckets.get(at ^ 1).is_some_and(|b| !full(b)) {
+/// Where a new piece whose bucket is `at` goes: there, or in the neighbouring bucket (the other
+/// half of the same 128-byte pair) when `at` is full and the neighbour is not. Why: with two long
+/// ways a bucket, three recurring pieces that meet in one pushed each other out on every text,
+/// each a BPE again (at the sizes a long text's pieces grow the table to, about a hundred of them
+/// a pass on English), and the overflows grew the table, a rehash of megabytes, in the middle of a
+/// count; two neighbours together overflow far more rarely.
+fn home<const N: usize, const W: usize>(buckets: &[Bucket<N, W>], at: usize) -> usize {
+    if buckets.get(at).is_some_and(Bucket::is_full) && buckets.get(at ^ 1).is_some_and(|b| !b.is_full()) {
         at ^ 1
     } else {
         at
@@ -212,7 +212,7 @@ fn home_in<const N: usize, const W: usize>(buckets: &[Bucket<N, W>], at: usize) 
 /// Puts `slot` in front of bucket `b`; whether a stored piece fell off the end.
 #[inline]
 fn push<const N: usize, const W: usize>(b: &mut Bucket<N, W>, slot: Slot<N>) -> bool {
-    let evicted = b.tag_counts.last().is_some_and(|&tc| tc as u32 != EMPTY_TAG);
+    let evicted = b.is_full();
     b.keys.rotate_right(1);
     b.tag_counts.rotate_right(1);
     if let (Some(key), Some(tc)) = (b.keys.first_mut(), b.tag_counts.first_mut()) {
@@ -221,17 +221,22 @@ fn push<const N: usize, const W: usize>(b: &mut Bucket<N, W>, slot: Slot<N>) -> 
     evicted
 }
 
-/// The `held` bits of `buckets`: a bucket holds a piece when its front slot does.
+/// The `held` bits of `buckets`.
 fn held_in<const N: usize, const W: usize>(buckets: &[Bucket<N, W>]) -> Vec<u64> {
     let mut held = vec![0u64; buckets.len().div_ceil(64)];
-    for (at, b) in buckets.iter().enumerate() {
-        if b.tag_counts.first().is_some_and(|&tc| tc as u32 != EMPTY_TAG) {
-            if let Some(w) = held.get_mut(at / 64) {
-                *w |= 1 << (at % 64);
-            }
-        }
+    for (at, _) in buckets.iter().enumerate().filter(|(_, b)| b.holds_any()) {
+        mark(&mut held, at);
     }
     held
+}
+
+/// Sets bucket `at`'s bit in `held`; whether it was clear.
+fn mark(held: &mut [u64], at: usize) -> bool {
+    let Some(w) = held.get_mut(at / 64) else { return false };
+    let bit = 1 << (at % 64);
+    let new = *w & bit == 0;
+    *w |= bit;
+    new
 }
 
 fn empty<const N: usize, const W: usize>(bits: u32) -> Box<[Bucket<N, W>]> {
