@@ -5,7 +5,7 @@
 //! and bounded: it evicts by CLOCK-Pro once `capacity` entries are held.
 
 use quick_cache::sync::Cache;
-use xxhash_rust::xxh3::xxh3_128;
+use crate::hash::xxh3_128;
 
 /// Entries kept when the caller does not say: 65,536 units is ~3 MB of memory and covers the
 /// working set of many concurrent conversations.

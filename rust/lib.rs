@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub mod fmt;
+pub mod hash;
 pub mod limits;
 pub mod suggest;
 pub mod template;

@@ -110,7 +110,7 @@ impl CacheProfile {
         other.cast::<CacheProfile>().is_ok_and(|o| o.get().inner == self.inner)
     }
     fn __hash__(&self) -> u64 {
-        xxhash_rust::xxh3::xxh3_64(self.__repr__().as_bytes())
+        crate::hash::xxh3_64(self.__repr__().as_bytes())
     }
     fn __repr__(&self) -> String {
         let p = &self.inner;

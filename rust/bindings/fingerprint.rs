@@ -6,7 +6,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use xxhash_rust::xxh3::xxh3_128;
+use crate::hash::xxh3_128;
 
 use crate::limits::MAX_DEPTH;
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use compact_str::CompactString;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use crate::hash::xxh3_64_with_seed;
 
 use super::args;
 use super::budget::Budget;

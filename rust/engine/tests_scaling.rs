@@ -222,7 +222,7 @@ fn outcome_fingerprints() {
                     Ok(o) => format!("{o:?}\n{}", o.trace.render()),
                     Err(e) => format!("error: {e}"),
                 };
-                let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+                let hash = crate::hash::xxh3_64(text.as_bytes());
                 println!("{n:>6} {name:<16} {ceiling:<7} {hash:016x} {:>9}", text.len());
             }
         }

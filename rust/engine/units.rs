@@ -97,7 +97,7 @@ pub(super) fn build_units<'a>(segs: &[&'a SegmentData], policy: &Policy) -> Unit
         let group = s.group.as_deref();
         if group.is_none() || group != previous {
             if let Some(g) = group {
-                runs.push((xxhash_rust::xxh3::xxh3_64(g.as_bytes()), i));
+                runs.push((crate::hash::xxh3_64(g.as_bytes()), i));
             }
             list.push(Unit::starting_at(i, s));
         }

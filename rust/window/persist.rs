@@ -16,7 +16,7 @@
 //! loading as another window; the loader then validates the state itself (`validate`).
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+use crate::hash::{xxh3_128, Xxh3};
 
 use super::Window;
 use crate::error::{CtxError, CtxResult};

@@ -11,7 +11,7 @@
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::xxh3_128;
+use crate::hash::xxh3_128;
 
 use super::changes::Pending;
 use super::fields::Bytes;

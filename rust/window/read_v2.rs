@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use xxhash_rust::xxh3::xxh3_128;
+use crate::hash::xxh3_128;
 
 use super::persist::{refused, ExtrasOut};
 use super::persist_v2::{BodyHead, BodyIn, BodyTail};

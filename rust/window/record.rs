@@ -314,5 +314,5 @@ pub fn scan(bytes: &[u8]) -> Option<Scanned> {
 /// One record's digest: the ledger's digest combines them by XOR, which is order-free (a key
 /// has one record, so no two equal records cancel) and updates in O(1) as answers change.
 pub fn hash(packed: &[u8]) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(packed)
+    crate::hash::xxh3_128(packed)
 }

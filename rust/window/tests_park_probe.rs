@@ -67,7 +67,7 @@ fn restore_stages() {
         println!("  clone segs         {:8.1} µs", best_us(|| { let v: Vec<SegmentData> = b.entries.iter().map(|e| (*e.seg).clone()).collect(); std::hint::black_box(v); }, n));
         println!("  ledger scan        {:8.1} µs ({} B)", best_us(|| drop(super::record::scan(b.tail.why.0)), n), b.tail.why.0.len());
         println!("  seg hashes         {:8.1} µs", best_us(|| for e in &b.entries { drop(super::persist::hash_of(e.seg.as_ref())); }, n));
-        println!("  seg one-shot       {:8.1} µs", best_us(|| { let mut buf = Vec::new(); for e in &b.entries { buf.clear(); if let Ok(x) = postcard::to_extend(e.seg.as_ref(), std::mem::take(&mut buf)) { buf = x; std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&buf)); } } }, n));
+        println!("  seg one-shot       {:8.1} µs", best_us(|| { let mut buf = Vec::new(); for e in &b.entries { buf.clear(); if let Ok(x) = postcard::to_extend(e.seg.as_ref(), std::mem::take(&mut buf)) { buf = x; std::hint::black_box(crate::hash::xxh3_128(&buf)); } } }, n));
     }
     println!("from_snapshot        {:8.1} µs", best_us(|| drop(Window::from_snapshot(&snap)), n));
     let Ok((w, _)) = Window::from_snapshot(&snap) else { return };

@@ -8,7 +8,7 @@
 use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use xxhash_rust::xxh3::Xxh3;
+use crate::hash::Xxh3;
 
 use super::super::errors::InvalidArgumentError;
 use super::persist::{not_saved, Loaded};

@@ -3,7 +3,7 @@
 //! start), and for each segment that left, how it left and by which rung (to repeat the cut).
 
 use rustc_hash::FxHashMap as HashMap;
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use crate::hash::xxh3_64_with_seed;
 
 use super::{Pin, Pinned};
 use crate::cache::CountCache;

@@ -28,7 +28,7 @@ fn directory() -> Option<PathBuf> {
 }
 
 fn key(json: &str) -> u128 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut h = crate::hash::Xxh3::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
     h.update(&super::automaton::BUILD.to_le_bytes());
     h.update(json.as_bytes());
@@ -59,7 +59,7 @@ pub fn load_from(dir: &Path, json: &str, plan: &Plan) -> Option<Automaton> {
     let stored_key = u128::from_le_bytes(data[8..24].try_into().ok()?);
     let digest = u128::from_le_bytes(data[24..40].try_into().ok()?);
     let payload = &data[HEADER..];
-    if stored_key != key(json) || xxhash_rust::xxh3::xxh3_128(payload) != digest {
+    if stored_key != key(json) || crate::hash::xxh3_128(payload) != digest {
         return None;
     }
     let (to_id, left_out, merge_loop, bpe): Stored = rmp_serde::from_slice(payload).ok()?;
@@ -75,7 +75,7 @@ pub fn store_in(dir: &Path, json: &str, a: &Automaton) -> Result<PathBuf, String
     let mut data = Vec::with_capacity(HEADER + payload.len());
     data.extend_from_slice(MAGIC);
     data.extend_from_slice(&key(json).to_le_bytes());
-    data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
+    data.extend_from_slice(&crate::hash::xxh3_128(&payload).to_le_bytes());
     data.extend_from_slice(&payload);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // Unique per process and per call, so two loads of one file (threads or processes) never

@@ -22,7 +22,7 @@
 
 use std::cell::RefCell;
 
-use xxhash_rust::xxh3::xxh3_128;
+use crate::hash::xxh3_128;
 
 use super::ways::Ways;
 use super::Pattern;
