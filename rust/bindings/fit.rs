@@ -16,7 +16,7 @@ use super::tokenizer::Tokenizer;
 use super::segment::{segments_arg, settle_counts};
 use super::segment::Segment;
 use crate::engine::cache::{fingerprint, fingerprint_keyed, fit_planned, settle};
-use crate::engine::{FitOptions, InputNames, SegmentData};
+use crate::engine::{FitOptions, InputNames};
 
 /// The names the trace and `Unfittable` use for the caller's input: segment `i` is
 /// `input_name[i]`, except a segment whose `meta` is a mapping with a str under "fixed" (tool
@@ -93,20 +93,19 @@ pub fn fit(
     let tok = tok.get();
     let names = input_name.map(|n| input_names(py, &segs, &n)).transpose()?;
     let counts = settle_counts(py, tok, &segs)?;
-    let data: Vec<&SegmentData> = segs.iter().map(|s| s.get().data.as_ref()).collect();
     let opts = FitOptions { separator: sep, framing, names: names.as_ref(), pins: &[], texts: None };
     let objects = Originals::Objects(segs.iter().map(|s| s.clone().unbind()).collect());
-    fit_counted(py, &data, &counts, None, budget.get(), policy.get(), tok, &opts, &cached, objects)
+    fit_counted(py, objects, &counts, None, budget.get(), policy.get(), tok, &opts, &cached)
 }
 
-/// The fit of segments whose counts are settled: planned for the prompt cache, run, settled,
-/// and returned as a `Fit` over `originals` (`fit` and `fit_columns` share it). `text_keys`,
+/// The fit of `originals`, whose counts are settled: planned for the prompt cache, run, settled,
+/// and returned as a `Fit` over them (`fit` and `fit_columns` share it). `text_keys`,
 /// when the caller hashed the texts already (`CountCache::key`, to look their counts up), are
 /// reused for the fingerprints instead of hashing every text again.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn fit_counted(
     py: Python<'_>,
-    data: &[&SegmentData],
+    originals: Originals,
     counts: &[usize],
     text_keys: Option<&[u128]>,
     budget: &Budget,
@@ -114,16 +113,16 @@ pub(super) fn fit_counted(
     tok: &Tokenizer,
     opts: &FitOptions<'_>,
     cached: &CacheArgs,
-    originals: Originals,
 ) -> PyResult<Fit> {
     let (budget, policy) = (&budget.inner, &policy.inner);
+    let data = originals.rows();
     let fps: Vec<u64> = match text_keys {
         Some(keys) if keys.len() == data.len() => data.iter().zip(counts).zip(keys).map(|((d, &n), &k)| fingerprint_keyed(k, d, n)).collect(),
         _ => data.iter().zip(counts).map(|(d, &n)| fingerprint(d, n)).collect(),
     };
     let previous = cached.previous.as_deref();
     let planned = with_source(py, tok, data.len(), |src| {
-        fit_planned(data, counts, &fps, budget, policy, src, opts, previous, &cached.profile)
+        fit_planned(&data, counts, &fps, budget, policy, src, opts, previous, &cached.profile)
     })?;
     let mut out = planned.outcome;
     let rungs = policy.rungs.iter().map(|r| r.name.clone()).collect();

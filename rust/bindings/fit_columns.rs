@@ -6,7 +6,6 @@
 //! `meta={"index": i}` naming its row.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -69,7 +68,7 @@ fn tool_item(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ToolCall>> {
 /// `CountCache::key`), and what is left counted in one batch. The cache is read here rather
 /// than by `count_strs` so the texts are not hashed again for it; a miss is counted uncached
 /// and stored under its key, so the cache's hits and misses read as `count_many`'s would.
-fn counts(py: Python<'_>, tok: &Tokenizer, data: &[Arc<SegmentData>], texts: &[&str], keys: &[u128]) -> PyResult<Vec<usize>> {
+fn counts(py: Python<'_>, tok: &Tokenizer, data: &[SegmentData], texts: &[&str], keys: &[u128]) -> PyResult<Vec<usize>> {
     let cache = tok.native_counter().map(|c| c.cache()).filter(|c| c.enabled());
     let mut counts = Vec::with_capacity(data.len());
     let mut missing: Vec<(usize, &str, u128)> = Vec::new();
@@ -199,16 +198,15 @@ pub fn fit_columns(
         if let Some(t) = item(&tools, i)? {
             d.set_tool(named(|n| tool_item(&t, n), "tools", i)?);
         }
-        data.push(Arc::new(d));
+        data.push(d);
     }
 
     // Each text is hashed once: its key finds the count in the cache and starts its fingerprint.
     let keys: Vec<u128> = strs.iter().map(|t| CountCache::key(t)).collect();
     let counts = counts(py, tok, &data, &strs, &keys)?;
 
-    let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
     let opts = FitOptions { separator: sep, framing: 0, names: None, pins: &[], texts: Some(&strs) };
     let metas = (0..rows).map(RecordMeta::Index).collect();
-    let originals = Originals::Records { data: data.clone(), metas, texts: held, built: pyo3::sync::PyOnceLock::new() };
-    fit_counted(py, &refs, &counts, Some(&keys), budget.get(), policy.get(), tok, &opts, &cached, originals)
+    let originals = Originals::Records { data, metas, texts: held, built: pyo3::sync::PyOnceLock::new() };
+    fit_counted(py, originals, &counts, Some(&keys), budget.get(), policy.get(), tok, &opts, &cached)
 }

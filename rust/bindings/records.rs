@@ -8,7 +8,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use compact_str::CompactString;
 use pyo3::prelude::*;
@@ -208,7 +207,7 @@ pub fn fit_columns(
     let counts = tok.count_strs(py, &strs, true)?;
 
     let parts = cols.ends.len();
-    let mut data: Vec<Arc<SegmentData>> = Vec::with_capacity(parts);
+    let mut data: Vec<SegmentData> = Vec::with_capacity(parts);
     let mut metas = Vec::with_capacity(parts);
     let mut costs = Vec::with_capacity(parts);
     let mut fixed_names = Vec::with_capacity(parts);
@@ -240,7 +239,7 @@ pub fn fit_columns(
             }
         };
         d.tokens = Some(cost);
-        data.push(Arc::new(d));
+        data.push(d);
         metas.push(meta);
         costs.push(cost);
         fixed_names.push(fixed);
@@ -258,7 +257,7 @@ pub fn fit_columns(
         .collect();
     let names = InputNames { input: input_name.to_string(), fixed: fixed_names };
     let (budget, policy_ref) = (&budget.get().inner, &policy.get().inner);
-    let refs: Vec<&SegmentData> = data.iter().map(|d| d.as_ref()).collect();
+    let refs: Vec<&SegmentData> = data.iter().collect();
     let cached = &about.cache;
     let previous = cached.previous.as_deref();
     let opts = FitOptions { framing: cols_framing, names: Some(&names), ..Default::default() };

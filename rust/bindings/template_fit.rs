@@ -5,7 +5,6 @@
 //! (`payload::rendered`), and hands back what the adapter rebuilds the caller's list from.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -161,8 +160,7 @@ pub fn _fit_template(
     if done.segments.len() > n + 1 {
         metas.push(RecordMeta::Fixed(TOOLS.to_string()));
     }
-    let data = done.segments.into_iter().map(Arc::new).collect();
-    let originals = Originals::records(data, metas);
+    let originals = Originals::records(done.segments, metas);
     let mut fit = build_fit(py, originals, policy_ref, tok.counter_id(), done.outcome)?;
     attach(py, &mut fit, sent, report)?;
     fit.provider = Some("chat".into());
