@@ -230,9 +230,14 @@ def shortened(orig: Any, new: Any, key: Any = None) -> int | None:
     return 0 if orig == new else None
 
 
-def pieces(inp: list[dict[str, Any]], out: list[dict[str, Any]], *, merged: bool) -> tuple[list[Any], int]:
+def pieces(inp: list[dict[str, Any]], out: list[dict[str, Any]], *, merged: bool,
+           shortened_from: frozenset[int] = frozenset()) -> tuple[list[Any], int]:
     """Explain `out` in terms of `inp`: a list of input indices and ``COMPACTED`` digest texts,
-    and how many pieces were merged into another message. Fails on anything unexplained."""
+    and how many pieces were merged into another message. Fails on anything unexplained.
+
+    A shortened copy can be a prefix of more than one later input (a one-token "Queue" begins
+    two user messages): among those it is taken for the one `shortened_from` names (the input
+    indices the fit says it truncated), else for the first."""
     position = {id(m): i for i, m in enumerate(inp)}
     explained: list[Any] = []
     merges = 0
@@ -248,7 +253,8 @@ def pieces(inp: list[dict[str, Any]], out: list[dict[str, Any]], *, merged: bool
             if m["role"] == "user" and isinstance(c, str) and c.startswith(COMPACTED) and set(m) == {"role", "content"}:
                 explained.append(c)
                 continue
-            j = next((j for j in range(nxt, len(inp)) if shortened(inp[j], m) == 1), None)
+            fits = [j for j in range(nxt, len(inp)) if shortened(inp[j], m) == 1]
+            j = next((j for j in fits if j in shortened_from), fits[0] if fits else None)
             assert j is not None, f"out[{o}] is neither an input message, a shortened copy nor a digest"
             explained.append(j)
             nxt = j + 1
@@ -311,7 +317,9 @@ def check_openai(inp: list[dict[str, Any]], out: list[dict[str, Any]], fit: Any,
             answered.append(out[i]["tool_call_id"])
         assert sorted(answered) == sorted(ids), f"out[{i}]: calls {ids} answered by {answered}"
         i += 1
-    explained, _ = pieces(inp, out, merged=False)
+    # The OpenAI adapter makes one record per message: a truncated segment's index is its message's.
+    truncated = frozenset(t.segment.meta["index"] for t in fit.truncated if "index" in (t.segment.meta or {}))
+    explained, _ = pieces(inp, out, merged=False, shortened_from=truncated)
     opens = lambda m: True  # noqa: E731
     check_units(inp, explained, *units(inp, opens, lambda m: bool(m.get("tool_calls")), pin))
     assert fit.total == openai_total(out, enc), "fit.total is not the count of what is sent"

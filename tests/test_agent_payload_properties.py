@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import agent_payloads as ap
@@ -72,6 +72,9 @@ def _unfittable_is_honest(e: Unfittable, ceiling: int) -> None:
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), fraction=st.floats(0.02, 1.1), policy=st.sampled_from(range(len(POLICIES))),
        pin=st.booleans())
+# Message 11 truncated to "Queue", the first word of message 3 too, whose unit was dropped: the
+# checker took the copy for message 3's and called that unit split (the fit was right).
+@example(seed=948, fraction=0.75, policy=7, pin=False)
 def test_openai_outputs_are_valid(seed: int, fraction: float, policy: int, pin: bool, enc: Any) -> None:
     inp = ap.openai(ap.draw(random.Random(seed)))
     snapshot = copy.deepcopy(inp)
