@@ -270,16 +270,15 @@ def pieces(inp: list[dict[str, Any]], out: list[dict[str, Any]], *, merged: bool
                 k += 1
                 parts += 1
                 continue
-            for j in range(nxt, len(inp)):
-                src = _blocks(inp[j]["content"])
-                if inp[j]["role"] == m["role"] and src and shortened(src, blocks[k:k + len(src)], "content") in (0, 1):
-                    explained.append(j)
-                    nxt = j + 1
-                    k += len(src)
-                    parts += 1
-                    break
-            else:
-                raise AssertionError(f"out[{o}].content[{k}] comes from no input message")
+            fits = [(j, d) for j in range(nxt, len(inp))
+                    if inp[j]["role"] == m["role"] and (src := _blocks(inp[j]["content"]))
+                    and (d := shortened(src, blocks[k:k + len(src)], "content")) in (0, 1)]
+            assert fits, f"out[{o}].content[{k}] comes from no input message"
+            j = next((j for j, d in fits if d == 1 and j in shortened_from), fits[0][0])
+            explained.append(j)
+            nxt = j + 1
+            k += len(_blocks(inp[j]["content"]))
+            parts += 1
         merges += parts - 1
     return explained, merges
 
@@ -345,7 +344,8 @@ def check_anthropic(system: str, inp: list[dict[str, Any]], out: list[dict[str, 
             nxt = {b["tool_use_id"] for b in _blocks(out[i + 1]["content"]) if b["type"] == "tool_result"}
             assert uses <= nxt, f"out[{i}]: tool_use {sorted(uses - nxt)} unanswered"
         assert uses == set() or i + 1 < len(out) or m is inp[-1], f"out[{i}] ends the request unanswered"
-    explained, merges = pieces(inp, out, merged=True)
+    truncated = frozenset(t.segment.meta["index"] for t in fit.truncated if "index" in (t.segment.meta or {}))
+    explained, merges = pieces(inp, out, merged=True, shortened_from=truncated)
     opens = lambda m: not any(b["type"] == "tool_result" for b in _blocks(m["content"]))  # noqa: E731
     calls = lambda m: any(b["type"] == "tool_use" for b in _blocks(m["content"]))  # noqa: E731
     check_units(inp, explained, *units(inp, opens, calls, pin))
