@@ -176,14 +176,13 @@ pub fn ids(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Vec<u32>> {
 
 /// A bool flag; `1` or `None` is a caller's mistake worth naming.
 pub fn flag(obj: Option<&Bound<'_, PyAny>>, arg: &str, default: bool) -> PyResult<bool> {
+    // True and False are the only bools (the type cannot be subclassed): two pointer
+    // comparisons, where a type check and an extraction were two calls into the interpreter.
     match obj {
         None => Ok(default),
-        Some(o) => {
-            if !o.is_instance_of::<PyBool>() {
-                return Err(wrong_type(o, arg, "bool"));
-            }
-            o.extract()
-        }
+        Some(o) if o.is(PyBool::new(o.py(), true)) => Ok(true),
+        Some(o) if o.is(PyBool::new(o.py(), false)) => Ok(false),
+        Some(o) => Err(wrong_type(o, arg, "bool")),
     }
 }
 
