@@ -242,8 +242,7 @@ impl Window {
             entries.push(e);
         }
         self.entries = entries;
-        // The key index again, reusing the keys of entries still held (most of them).
-        self.held_keys = super::persist_v2::index_keys(&self.entries, std::mem::take(&mut self.held_keys));
+        self.held_keys = super::persist_v2::index_keys(&self.entries);
         // What the delta brought counts as changed at its revision (the journal keeps its floor).
         for &id in &upserted {
             self.journal.entries.insert(id, d.revision);

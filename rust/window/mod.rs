@@ -63,7 +63,9 @@ pub struct Window {
     entries: Vec<Entry>,
     next_id: u64,
     #[serde(serialize_with = "fields::sorted")]
-    held_keys: rustc_hash::FxHashMap<Box<str>, u64>,
+    /// Held key -> entry id. Keys inline when short (`CompactString`, as the segments hold
+    /// them): a restored window's index costs no allocation per key.
+    held_keys: rustc_hash::FxHashMap<compact_str::CompactString, u64>,
     cycle: u64,
     fresh_unrecoverable: bool,
     pending: Vec<Pending>,
@@ -340,7 +342,7 @@ impl Window {
         let entry = self.new_entry(seg, tokens, None);
         let id = entry.id;
         if let Some(k) = &entry.seg.key {
-            self.held_keys.insert(Box::from(k.as_str()), id);
+            self.held_keys.insert(k.clone(), id);
             let admissions = self.why.get(k).map_or(0, |w| w.admissions).saturating_add(1);
             let why = Rec {
                 status: Status::Held,

@@ -16,7 +16,7 @@
 //! loading as another window; the loader then validates the state itself (`validate`).
 
 use serde::{Deserialize, Serialize};
-use crate::hash::{xxh3_128, Xxh3};
+use crate::hash::xxh3_128;
 
 use super::Window;
 use crate::error::{CtxError, CtxResult};
@@ -113,48 +113,27 @@ pub(super) fn decode<'de, T: Deserialize<'de>>(body: &'de [u8]) -> CtxResult<T> 
     }
 }
 
-/// A postcard output that hashes instead of storing: the state's digest without a copy of it.
-/// Small writes (varints, markers) gather in a buffer, since each hasher update has a set cost.
-struct Hashing {
-    hasher: Xxh3,
-    buf: Vec<u8>,
-}
-
-const HASH_BUF: usize = 256;
-
-impl postcard::ser_flavors::Flavor for Hashing {
-    type Output = u128;
-
-    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        // A text goes to the hasher as it is (after what was gathered before it); only the
-        // small writes are gathered.
-        let direct = data.len() >= HASH_BUF / 4;
-        if direct || self.buf.len() + data.len() > HASH_BUF {
-            self.hasher.update(&self.buf);
-            self.buf.clear();
-        }
-        if direct {
-            self.hasher.update(data);
-        } else {
-            self.buf.extend_from_slice(data);
-        }
-        Ok(())
-    }
-
-    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
-        self.try_extend(&[data])
-    }
-
-    fn finalize(mut self) -> postcard::Result<u128> {
-        self.hasher.update(&self.buf);
-        Ok(self.hasher.digest128())
-    }
-}
-
-/// The xxh3-128 of `value`'s postcard form, without writing that form out.
+/// The xxh3-128 of `value`'s postcard form: written out into a buffer kept per thread, then
+/// hashed in one pass. (Hashing it as it was written, in 256-byte pieces, took twice as long:
+/// each streaming update has a set cost, and the one-shot hash of a long form runs on AVX2.)
+/// A buffer grown past `SCRATCH_KEPT` by a large state is released rather than kept.
 pub(super) fn hash_of<T: Serialize + ?Sized>(value: &T) -> CtxResult<u128> {
-    let out = Hashing { hasher: Xxh3::new(), buf: Vec::with_capacity(HASH_BUF) };
-    postcard::serialize_with_flavor(value, out).map_err(|e| CtxError::State(format!("cannot hash window: {e}")))
+    SCRATCH.with(|cell| {
+        let mut buf = cell.take();
+        buf.clear();
+        let written = postcard::to_extend(value, buf).map_err(|e| CtxError::State(format!("cannot hash window: {e}")))?;
+        let digest = xxh3_128(&written);
+        if written.capacity() <= SCRATCH_KEPT {
+            cell.set(written);
+        }
+        Ok(digest)
+    })
+}
+
+const SCRATCH_KEPT: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// The version-1 digest of the whole core state (the hash of its whole version-1 form): what
