@@ -231,18 +231,23 @@ impl Window {
         if d.revision < d.base {
             return Err(refused("the delta leads to an earlier revision than it follows"));
         }
-        let mut by_id: rustc_hash::FxHashMap<u64, Entry> = std::mem::take(&mut self.entries).into_iter().map(|e| (e.id, e)).collect();
         let upserted: Vec<u64> = d.entries.iter().map(|e| e.id).collect();
-        for e in d.entries {
-            by_id.insert(e.id, e);
-        }
-        let mut entries = Vec::with_capacity(d.order.len());
-        for id in &d.order {
-            let e = by_id.remove(id).ok_or_else(|| refused(format!("the delta holds entry {id}, which it neither carries nor follows")))?;
-            entries.push(e);
-        }
+        let (entries, gone, placed) = merge_entries(std::mem::take(&mut self.entries), d.entries, &d.order)?;
         self.entries = entries;
-        self.held_keys = super::persist_v2::index_keys(&self.entries);
+        // The key index follows what changed: the keys of entries that left (or were replaced)
+        // go first, then the carried entries' keys come in. (Validation checks it whole.)
+        for e in &gone {
+            if let Some(k) = &e.seg.key {
+                if self.held_keys.get(k.as_str()) == Some(&e.id) {
+                    self.held_keys.remove(k.as_str());
+                }
+            }
+        }
+        for e in placed.iter().filter_map(|&p| self.entries.get(p)) {
+            if let Some(k) = &e.seg.key {
+                self.held_keys.insert(k.clone(), e.id);
+            }
+        }
         // What the delta brought counts as changed at its revision (the journal keeps its floor).
         for &id in &upserted {
             self.journal.entries.insert(id, d.revision);
@@ -271,6 +276,44 @@ impl Window {
         self.revision = d.revision;
         Ok(Applied { upserted, metas: d.metas })
     }
+}
+
+/// How far past the cursor `merge_entries` looks for the next id among the old entries.
+const AHEAD: usize = 8;
+
+/// The held entries in `order`, each the delta's (`carried`: new or changed) or else the
+/// window's before it (`old`); with the old entries no longer held (left or replaced) and the
+/// positions in the result of the carried ones. Most ids come in the old order with the
+/// evicted ones missing, so the old entries are walked with a cursor that looks a few places
+/// ahead; an id not found there is looked up in an index of the old entries, built once, on
+/// the first such id (a hash map of every entry was a tenth of a resume).
+pub(super) fn merge_entries(old: Vec<Entry>, carried: Vec<Entry>, order: &[u64]) -> CtxResult<(Vec<Entry>, Vec<Entry>, Vec<usize>)> {
+    let mut carried: rustc_hash::FxHashMap<u64, Entry> = carried.into_iter().map(|e| (e.id, e)).collect();
+    let mut old: Vec<Option<Entry>> = old.into_iter().map(Some).collect();
+    let mut index: Option<rustc_hash::FxHashMap<u64, usize>> = None;
+    let mut cursor: usize = 0;
+    let mut out = Vec::with_capacity(order.len());
+    let mut placed = Vec::with_capacity(carried.len());
+    for &id in order {
+        if let Some(e) = carried.remove(&id) {
+            placed.push(out.len());
+            out.push(e);
+            continue;
+        }
+        let is_id = |i: &usize| old.get(*i).and_then(Option::as_ref).is_some_and(|e| e.id == id);
+        let at = match (cursor..old.len().min(cursor.saturating_add(AHEAD))).find(is_id) {
+            Some(i) => Some(i),
+            None => {
+                let index = index.get_or_insert_with(|| old.iter().enumerate().filter_map(|(i, e)| e.as_ref().map(|e| (e.id, i))).collect());
+                index.get(&id).copied()
+            }
+        };
+        let taken = at.and_then(|i| old.get_mut(i)).and_then(Option::take);
+        let e = taken.ok_or_else(|| refused(format!("the delta holds entry {id}, which it neither carries nor follows")))?;
+        cursor = at.map_or(cursor, |i| i.saturating_add(1));
+        out.push(e);
+    }
+    Ok((out, old.into_iter().flatten().collect(), placed))
 }
 
 /// A version-2 delta, its packed answers checked and read.

@@ -171,6 +171,41 @@ fn a_delta_applies_once_in_order_and_to_its_own_window_only() {
     assert!(restored.delta_since(restored.revision(), None).is_ok());
 }
 
+/// Entries with these ids (their keys `k<id>`), for `merge_entries`.
+fn entries(ids: &[u64]) -> Vec<Entry> {
+    ids.iter()
+        .map(|&id| Entry { id, seg: seg(format!("t{id}"), Layer::Conversation, Some(format!("k{id}")), None, false), tokens: 1, version: 0, admitted_cycle: 0, provenance: None })
+        .collect()
+}
+
+fn ids(es: &[Entry]) -> Vec<u64> {
+    es.iter().map(|e| e.id).collect()
+}
+
+#[test]
+fn merging_a_delta_takes_each_id_once_from_the_delta_or_the_old_entries() {
+    use super::delta::merge_entries;
+    // The usual turn: the oldest evicted, one entry changed in place, two new ones at the end.
+    let old = entries(&[1, 2, 3, 4, 5, 6]);
+    let mut changed = entries(&[4, 7, 8]);
+    changed[0].tokens = 9;
+    let (out, gone, placed) = merge_entries(old, changed, &[3, 4, 5, 6, 7, 8]).unwrap();
+    assert_eq!(ids(&out), [3, 4, 5, 6, 7, 8]);
+    assert_eq!(out[1].tokens, 9, "the delta's entry replaces the old one");
+    assert_eq!(ids(&gone), [1, 2, 4], "left, and replaced");
+    assert_eq!(placed, [1, 4, 5]);
+    // An order far from the old one (past the look-ahead): found through the index.
+    let old = entries(&(1..=40).collect::<Vec<_>>());
+    let order: Vec<u64> = (1..=40).rev().collect();
+    let (out, gone, _) = merge_entries(old, Vec::new(), &order).unwrap();
+    assert_eq!(ids(&out), order);
+    assert!(gone.is_empty());
+    // An id twice, or one neither carried nor held: refused.
+    assert!(merge_entries(entries(&[1, 2]), Vec::new(), &[1, 1]).is_err());
+    assert!(merge_entries(entries(&(1..=20).collect::<Vec<_>>()), Vec::new(), &[20, 1, 20]).is_err());
+    assert!(merge_entries(entries(&[1, 2]), entries(&[3]), &[1, 4]).is_err());
+}
+
 #[test]
 fn a_delta_is_about_the_size_of_what_changed() {
     let mut w = Window::new(2000, 0, presets::context_window(), None, None).unwrap();
