@@ -40,7 +40,7 @@ impl Window {
             _ => engine::fit(&segs, &counts, &budget, &self.policy, counter, None, 0)?,
         };
         // Nothing has changed yet: a refused fit leaves even the revision as it was.
-        self.touch();
+        self.touch()?;
         let mut changes = Changes::default();
         self.apply(&ids, &outcome, &mut changes)?;
         // Rewrites deferred in this cycle land now, after the fit counted the originals.

@@ -18,7 +18,7 @@ impl Window {
     /// The caller removes a held segment now; recorded like an eviction, the key freed.
     pub fn discard(&mut self, key: &str) -> CtxResult<Changes> {
         let id = *self.held_keys.get(key).ok_or_else(|| unknown(key))?;
-        self.touch();
+        self.touch()?;
         let mut changes = Changes::default();
         self.counters.discards = self.counters.discards.saturating_add(1);
         self.evict(id, Cause::Discard, &mut changes);
@@ -29,7 +29,7 @@ impl Window {
     pub fn mark_stale(&mut self, key: &str) -> CtxResult<Entry> {
         let id = *self.held_keys.get(key).ok_or_else(|| unknown(key))?;
         let pos = self.position(id).ok_or_else(|| unknown(key))?;
-        self.touch();
+        self.touch()?;
         let e = &mut self.entries[pos];
         if !e.seg.stale {
             let mut data = (*e.seg).clone();
@@ -67,7 +67,7 @@ impl Window {
             )));
         }
         self.room_for(1, tokens)?;
-        self.touch();
+        self.touch()?;
         if self.fresh_unrecoverable {
             self.counters.deferred_rewrites = self.counters.deferred_rewrites.saturating_add(1);
             self.pending.retain(|p| p.id != id);
@@ -120,7 +120,7 @@ impl Window {
             )));
         }
         self.room_for(1, tokens)?;
-        self.touch();
+        self.touch()?;
         let mut data = SegmentData::new(text, Layer::Conversation);
         data.group = self.entries[first].seg.group.clone();
         let mut changes = Changes::default();

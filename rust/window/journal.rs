@@ -9,6 +9,12 @@
 use rustc_hash::FxHashMap;
 
 use super::Window;
+use crate::error::{CtxError, CtxResult};
+
+/// The largest revision a saved state may have: 2⁶². A revision grows by one an operation from 0,
+/// so no window reaches it; one far past it (u64::MAX, say, in a corrupted store) would stop
+/// growing, each change would carry the revision it follows, and a delta would leave it out.
+pub(super) const REVISION_LIMIT: u64 = 1 << 62;
 
 /// Not saved: a restored window starts a fresh journal at the revision it was saved at.
 #[derive(Clone, Debug, Default)]
@@ -43,9 +49,14 @@ impl Window {
         self.journal.floor
     }
 
-    /// Starts an operation that may change the state.
-    pub(super) fn touch(&mut self) {
+    /// Starts an operation that may change the state, or refuses it (changing nothing) once the
+    /// revision has reached `REVISION_LIMIT`: past it a change could go unrecorded in a delta.
+    pub(super) fn touch(&mut self) -> CtxResult<()> {
+        if self.revision >= REVISION_LIMIT {
+            return Err(CtxError::invalid("this window has made 2^62 changes in its lifetime; start a new one"));
+        }
         self.revision = self.revision.saturating_add(1);
+        Ok(())
     }
 
     pub(super) fn stamp_entry(&mut self, id: u64) {

@@ -157,9 +157,10 @@ impl Window {
     pub fn policy_name(&self) -> Option<&str> {
         self.policy_name.as_deref()
     }
-    pub fn set_cache(&mut self, profile: Option<crate::engine::cache::CacheProfile>) {
-        self.touch();
+    pub fn set_cache(&mut self, profile: Option<crate::engine::cache::CacheProfile>) -> CtxResult<()> {
+        self.touch()?;
         self.cache = profile;
+        Ok(())
     }
 
     pub fn cache(&self) -> Option<&crate::engine::cache::CacheProfile> {
@@ -211,10 +212,11 @@ impl Window {
     }
 
     /// Bounds the `why` history: answers for keys absent longer than `cycles` fits are dropped.
-    pub fn set_why_horizon(&mut self, cycles: Option<u64>) {
-        self.touch();
+    pub fn set_why_horizon(&mut self, cycles: Option<u64>) -> CtxResult<()> {
+        self.touch()?;
         self.why_horizon = cycles;
         self.forget_old_whys();
+        Ok(())
     }
 
     /// Drops the answers of keys that left more than `why_horizon` cycles ago; held keys always
@@ -281,10 +283,15 @@ impl Window {
     }
 
     /// Refuses, before anything changes, an operation that would issue `entries` new ids and
-    /// take in up to `tokens` more over the window's lifetime past `ID_LIMIT` / `LIFETIME_MAX`.
+    /// take in up to `tokens` more over the window's lifetime past `ID_LIMIT` / `LIFETIME_MAX`,
+    /// or move the revision past `REVISION_LIMIT` (each admission moves it once), so a batch of
+    /// admissions cannot stop half way.
     pub(super) fn room_for(&self, entries: usize, tokens: usize) -> CtxResult<()> {
         if self.next_id.checked_add(entries as u64).is_none_or(|n| n > ID_LIMIT) {
             return Err(CtxError::invalid("this window has issued 2^62 ids in its lifetime; start a new one"));
+        }
+        if self.revision.checked_add(entries as u64).is_none_or(|r| r > journal::REVISION_LIMIT) {
+            return Err(CtxError::invalid("this window has made 2^62 changes in its lifetime; start a new one"));
         }
         let inflow = u128::from(self.totals.admitted) + u128::from(self.totals.surrogates_added) + tokens as u128;
         if inflow > u128::from(LIFETIME_MAX) {
@@ -297,20 +304,20 @@ impl Window {
     /// limits, or one that would take what is held past `MAX_TOTAL`, is an error and changes nothing.
     pub fn admit(&mut self, seg: Arc<SegmentData>, tokens: usize) -> CtxResult<Admit> {
         if seg.key.as_deref().is_some_and(|k| self.held_keys.contains_key(k)) {
-            return Ok(self.admit_checked(seg, tokens));
+            return self.admit_checked(seg, tokens);
         }
         self.can_admit(&[tokens])?;
-        Ok(self.admit_checked(seg, tokens))
+        self.admit_checked(seg, tokens)
     }
 
     /// `admit` for segments whose counts `can_admit` already accepted, all together: a turn of n
     /// segments then sums what is held once, not n times.
-    pub fn admit_checked(&mut self, seg: Arc<SegmentData>, tokens: usize) -> Admit {
-        self.touch();
+    pub fn admit_checked(&mut self, seg: Arc<SegmentData>, tokens: usize) -> CtxResult<Admit> {
+        self.touch()?;
         if let Some(k) = &seg.key {
             if self.held_keys.contains_key(k.as_str()) {
                 self.counters.refused_duplicates = self.counters.refused_duplicates.saturating_add(1);
-                return Admit::Duplicate;
+                return Ok(Admit::Duplicate);
             }
         }
         // One current turn at a time: the previous one becomes conversation, in its group.
@@ -361,7 +368,7 @@ impl Window {
         self.counters.admitted = self.counters.admitted.saturating_add(1);
         self.totals.admitted = self.totals.admitted.saturating_add(tokens as u64);
         self.entries.push(entry);
-        Admit::Admitted { id, demoted }
+        Ok(Admit::Admitted { id, demoted })
     }
 
     pub fn to_json(&self) -> CtxResult<Vec<u8>> {

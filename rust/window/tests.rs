@@ -202,6 +202,32 @@ fn a_saved_next_id_of_zero_is_refused_because_the_window_would_issue_id_zero() {
     assert!(Window::from_json(&serde_json::to_vec(&v).unwrap()).is_ok());
 }
 
+#[test]
+fn a_revision_that_could_not_grow_is_refused_and_none_passes_the_limit() {
+    // The fuzzer's state_mutator found it: an empty state with revision u64::MAX loaded, an
+    // admission could not move the revision on (it saturated), so the delta since the last
+    // snapshot left the new entry out and snapshot + delta did not load.
+    let w = window(100);
+    let err = reload(&w, |v| v["revision"] = serde_json::json!(u64::MAX)).expect_err("revision u64::MAX must be refused");
+    assert!(format!("{err:?}").contains("revision"), "{err:?}");
+    // One below the limit: the next change is recorded, and a delta carries it.
+    let limit = super::journal::REVISION_LIMIT;
+    let mut w = reload(&w, |v| v["revision"] = serde_json::json!(limit - 1)).expect("a revision under the limit loads");
+    let (mark, snap) = (w.revision(), w.to_snapshot(&Default::default()).unwrap());
+    w.admit(Arc::new(SegmentData::new("one two", Layer::Conversation)), 2).unwrap();
+    assert_eq!(w.revision(), limit);
+    let delta = w.delta_since(mark, None).unwrap();
+    let (back, _) = Window::from_snapshot(&snap).unwrap().0.with_delta(&delta).unwrap();
+    assert_eq!(back.entries().len(), 1);
+    // At the limit every change is refused and changes nothing; the state still loads.
+    let before = w.to_json().unwrap();
+    assert!(w.admit(Arc::new(SegmentData::new("three", Layer::Conversation)), 1).is_err());
+    assert!(w.set_why_horizon(Some(3)).is_err());
+    assert!(w.fit(&Words).is_err());
+    assert_eq!(w.to_json().unwrap(), before);
+    assert!(Window::from_json(&before).is_ok());
+}
+
 fn reload(w: &Window, edit: impl Fn(&mut serde_json::Value)) -> CtxResult<Window> {
     let mut v: serde_json::Value = serde_json::from_slice(&w.to_json().unwrap()).unwrap();
     edit(&mut v);

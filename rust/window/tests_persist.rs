@@ -52,7 +52,7 @@ fn step(w: &mut Window, r: &mut Lcg, turn: u64) {
         }
         _ => {
             if turn % 7 == 0 {
-                w.set_why_horizon(Some(r.next(4)));
+                w.set_why_horizon(Some(r.next(4))).unwrap();
             } else if let Ok((ids, text)) = w.digest_text_for(&format!("k{}", r.next(40))) {
                 let n = Words.count(&text).unwrap_or(0);
                 let key = format!("k{}", r.next(40));

@@ -4,6 +4,7 @@
 
 use rustc_hash::FxHashSet as HashSet;
 
+use super::journal::REVISION_LIMIT;
 use super::record::says_held;
 use super::{Window, ID_LIMIT, LIFETIME_MAX};
 use crate::engine::{Budget, Layer};
@@ -31,6 +32,10 @@ impl Window {
         // the versions are statistics that saturate: any value is one a window could write.
         if self.next_id == 0 || self.next_id > ID_LIMIT {
             return Err(broken(format!("next_id {} is outside 1..={ID_LIMIT}", self.next_id)));
+        }
+        // A revision past the limit was not written by a window (see `REVISION_LIMIT`).
+        if self.revision > REVISION_LIMIT {
+            return Err(broken(format!("revision {} is above {REVISION_LIMIT}", self.revision)));
         }
         let t = &self.totals;
         let inflow = u128::from(t.admitted) + u128::from(t.surrogates_added);

@@ -35,8 +35,8 @@ pub(super) fn new_window(
     let policy = policy_arg(py, policy, "context_window")?;
     let p = policy.get();
     let mut core = Window::new(limit, reserve, p.inner.clone(), p.name.clone(), wm)?;
-    core.set_cache(profile);
+    core.set_cache(profile)?;
     let horizon = args::opt_count(why_horizon, "why_horizon")?;
-    core.set_why_horizon(horizon.map(|h| u64::try_from(h).unwrap_or(u64::MAX)));
+    core.set_why_horizon(horizon.map(|h| u64::try_from(h).unwrap_or(u64::MAX)))?;
     Ok(ContextWindow { tokenizer: tok.unbind(), state: Guarded::new(State { core, objects: Objects::default(), last_fit: None }) })
 }

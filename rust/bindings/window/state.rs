@@ -157,7 +157,7 @@ impl ContextWindow {
     /// Admits one segment whose count the caller passed through `Window::can_admit`.
     pub(super) fn admit_one(&self, py: Python<'_>, st: &mut State, seg: &Bound<'_, Segment>, count: usize) -> PyResult<bool> {
         let data = seg.get().data.clone();
-        match st.core.admit_checked(data, count) {
+        match st.core.admit_checked(data, count)? {
             Admit::Duplicate => Ok(false),
             Admit::Admitted { id, demoted } => {
                 st.objects.insert(id, seg.clone().unbind());
