@@ -283,6 +283,12 @@ def pieces(inp: list[dict[str, Any]], out: list[dict[str, Any]], *, merged: bool
     return explained, merges
 
 
+def truncated_messages(fit: Any) -> frozenset[int]:
+    """The input messages `fit` says it truncated: the OpenAI and Anthropic adapters make one
+    record per message, so a truncated segment's ``meta["index"]`` is its message's."""
+    return frozenset(t.segment.meta["index"] for t in fit.truncated if "index" in (t.segment.meta or {}))
+
+
 def check_units(inp: list[dict[str, Any]], explained: list[Any], unit_list: list[list[int]], protected: set[int]) -> None:
     present = {p for p in explained if isinstance(p, int)}
     digests = [p for p in explained if isinstance(p, str)]
@@ -316,9 +322,7 @@ def check_openai(inp: list[dict[str, Any]], out: list[dict[str, Any]], fit: Any,
             answered.append(out[i]["tool_call_id"])
         assert sorted(answered) == sorted(ids), f"out[{i}]: calls {ids} answered by {answered}"
         i += 1
-    # The OpenAI adapter makes one record per message: a truncated segment's index is its message's.
-    truncated = frozenset(t.segment.meta["index"] for t in fit.truncated if "index" in (t.segment.meta or {}))
-    explained, _ = pieces(inp, out, merged=False, shortened_from=truncated)
+    explained, _ = pieces(inp, out, merged=False, shortened_from=truncated_messages(fit))
     opens = lambda m: True  # noqa: E731
     check_units(inp, explained, *units(inp, opens, lambda m: bool(m.get("tool_calls")), pin))
     assert fit.total == openai_total(out, enc), "fit.total is not the count of what is sent"
@@ -344,8 +348,7 @@ def check_anthropic(system: str, inp: list[dict[str, Any]], out: list[dict[str, 
             nxt = {b["tool_use_id"] for b in _blocks(out[i + 1]["content"]) if b["type"] == "tool_result"}
             assert uses <= nxt, f"out[{i}]: tool_use {sorted(uses - nxt)} unanswered"
         assert uses == set() or i + 1 < len(out) or m is inp[-1], f"out[{i}] ends the request unanswered"
-    truncated = frozenset(t.segment.meta["index"] for t in fit.truncated if "index" in (t.segment.meta or {}))
-    explained, merges = pieces(inp, out, merged=True, shortened_from=truncated)
+    explained, merges = pieces(inp, out, merged=True, shortened_from=truncated_messages(fit))
     opens = lambda m: not any(b["type"] == "tool_result" for b in _blocks(m["content"]))  # noqa: E731
     calls = lambda m: any(b["type"] == "tool_use" for b in _blocks(m["content"]))  # noqa: E731
     check_units(inp, explained, *units(inp, opens, calls, pin))

@@ -52,10 +52,16 @@ impl Window {
     /// Starts an operation that may change the state, or refuses it (changing nothing) once the
     /// revision has reached `REVISION_LIMIT`: past it a change could go unrecorded in a delta.
     pub(super) fn touch(&mut self) -> CtxResult<()> {
-        if self.revision >= REVISION_LIMIT {
+        self.room_for_changes(1)?;
+        self.revision = self.revision.saturating_add(1);
+        Ok(())
+    }
+
+    /// Refuses `changes` more changes when they would move the revision past `REVISION_LIMIT`.
+    pub(super) fn room_for_changes(&self, changes: u64) -> CtxResult<()> {
+        if self.revision.checked_add(changes).is_none_or(|r| r > REVISION_LIMIT) {
             return Err(CtxError::invalid("this window has made 2^62 changes in its lifetime; start a new one"));
         }
-        self.revision = self.revision.saturating_add(1);
         Ok(())
     }
 

@@ -290,9 +290,7 @@ impl Window {
         if self.next_id.checked_add(entries as u64).is_none_or(|n| n > ID_LIMIT) {
             return Err(CtxError::invalid("this window has issued 2^62 ids in its lifetime; start a new one"));
         }
-        if self.revision.checked_add(entries as u64).is_none_or(|r| r > journal::REVISION_LIMIT) {
-            return Err(CtxError::invalid("this window has made 2^62 changes in its lifetime; start a new one"));
-        }
+        self.room_for_changes(entries as u64)?;
         let inflow = u128::from(self.totals.admitted) + u128::from(self.totals.surrogates_added) + tokens as u128;
         if inflow > u128::from(LIFETIME_MAX) {
             return Err(CtxError::invalid("this window has taken in 2^63 tokens in its lifetime; start a new one"));
