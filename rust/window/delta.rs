@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fields::Bytes;
 use super::ledger::{Counters, Totals, Why};
-use super::persist::{decode, open, refused, seal, state_digest, KIND_DELTA, VERSION_1};
+use super::persist::{decode, open, refused, seal, state_digest, KIND_DELTA, VERSION_1, VERSION_2};
 use super::record::{self, Reader, Rec};
 use super::whys::cause_label;
 use super::{Entry, Pending, Window};
@@ -164,7 +164,7 @@ impl Window {
             forgotten,
             scalars,
             metas,
-            state: self.state_digest_v2()?,
+            state: self.state_digest_v3()?,
         };
         seal(KIND_DELTA, &out, hint)
     }
@@ -191,7 +191,11 @@ impl Window {
         if let Some((version, state)) = promised {
             self.validate()?;
             self.cache_digests();
-            let now = if version == VERSION_1 { state_digest(&self)? } else { self.state_digest_v2()? };
+            let now = match version {
+                VERSION_1 => state_digest(&self)?,
+                VERSION_2 => self.state_digest_v2()?,
+                _ => self.state_digest_v3()?,
+            };
             if now != state {
                 return Err(refused("applying the deltas does not give the state they were written from"));
             }

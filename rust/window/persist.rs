@@ -4,9 +4,11 @@
 //! `CTXW` · kind (`S` snapshot, `D` delta) · format version · postcard body · xxh3-128 of
 //! everything before it (16 bytes, little-endian).
 //!
-//! Version 2 (written now, see `persist_v2`) packs the `why` ledger; version 1 (the window's
-//! derived serde layout, the ledger as a map of full answers) is still read, snapshots and
-//! deltas alike, so states parked before an upgrade resume after it.
+//! Version 2 (see `persist_v2`) packs the `why` ledger; version 3 (written now) has version 2's
+//! bodies, and its deltas promise the state digest of `state_digest_v3` (fixed-width fields, a
+//! quicker hash than version 2's). Versions 1 (the window's derived serde layout, the ledger as a
+//! map of full answers) and 2 are still read, snapshots and deltas alike, so states parked before
+//! an upgrade resume after it.
 //!
 //! postcard (serde, varints, no field names or type markers), written in one pass straight into
 //! the output buffer, because parking a conversation is on the serving path: the JSON form
@@ -24,9 +26,11 @@ use crate::error::{CtxError, CtxResult};
 pub const MAGIC: &[u8; 4] = b"CTXW";
 pub const KIND_SNAPSHOT: u8 = b'S';
 pub const KIND_DELTA: u8 = b'D';
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// The first binary version, still read.
 pub const VERSION_1: u8 = 1;
+/// The version before the fixed-width state digest (`state_digest_v3`), still read.
+pub const VERSION_2: u8 = 2;
 const HEADER: usize = 6;
 const DIGEST: usize = 16;
 
@@ -91,8 +95,8 @@ pub(super) fn open(kind: u8, bytes: &[u8]) -> CtxResult<(u8, &[u8])> {
         return Err(refused(format!("expected a {what}, got bytes that are {other}")));
     }
     let version = bytes[5];
-    if version != VERSION && version != VERSION_1 {
-        return Err(refused(format!("format version {version} is not one this ctxfast reads (it reads {VERSION_1} and {VERSION})")));
+    if !(VERSION_1..=VERSION).contains(&version) {
+        return Err(refused(format!("format version {version} is not one this ctxfast reads (it reads {VERSION_1} to {VERSION})")));
     }
     let (framed, digest) = bytes.split_at(bytes.len() - DIGEST);
     let mut want = [0u8; DIGEST];
@@ -118,10 +122,19 @@ pub(super) fn decode<'de, T: Deserialize<'de>>(body: &'de [u8]) -> CtxResult<T> 
 /// each streaming update has a set cost, and the one-shot hash of a long form runs on AVX2.)
 /// A buffer grown past `SCRATCH_KEPT` by a large state is released rather than kept.
 pub(super) fn hash_of<T: Serialize + ?Sized>(value: &T) -> CtxResult<u128> {
+    hash_filled(|buf| postcard::to_extend(value, buf).map_err(unhashable))
+}
+
+pub(super) fn unhashable(e: postcard::Error) -> CtxError {
+    CtxError::State(format!("cannot hash window: {e}"))
+}
+
+/// The xxh3-128 of what `fill` writes into this thread's scratch buffer (given empty).
+pub(super) fn hash_filled(fill: impl FnOnce(Vec<u8>) -> CtxResult<Vec<u8>>) -> CtxResult<u128> {
     SCRATCH.with(|cell| {
         let mut buf = cell.take();
         buf.clear();
-        let written = postcard::to_extend(value, buf).map_err(|e| CtxError::State(format!("cannot hash window: {e}")))?;
+        let written = fill(buf)?;
         let digest = xxh3_128(&written);
         if written.capacity() <= SCRATCH_KEPT {
             cell.set(written);

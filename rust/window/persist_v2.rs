@@ -17,7 +17,8 @@ use crate::hash::xxh3_128;
 use super::changes::Pending;
 use super::fields::Bytes;
 use super::ledger::{Counters, Totals};
-use super::persist::{hash_of, refused};
+use super::record::wide;
+use super::persist::{hash_filled, hash_of, refused, unhashable};
 use super::journal::Journal;
 use super::whys::{rung_names, Ledger};
 use super::{Entry, Window};
@@ -197,6 +198,58 @@ impl Window {
             (self.why_horizon, &self.cache, self.revision),
         );
         hash_of(&parts)
+    }
+
+    /// Version 3's state digest: version 2's parts, with the held entries and `last_kept` as
+    /// fixed-width little-endian fields rather than postcard varints (a random 128-bit segment
+    /// digest is 19 varint bytes, each a step of a loop: the entries were three quarters of the
+    /// version-2 digest, which a park and its resume each take). Lists carry their lengths, so
+    /// no two states give the same bytes.
+    pub(super) fn state_digest_v3(&self) -> CtxResult<u128> {
+        let policy = match self.journal.policy_digest {
+            Some(d) => d,
+            None => xxh3_128(policy_text(&self.policy).as_bytes()),
+        };
+        hash_filled(|mut buf| {
+            let head = (self.limit, self.reserve, policy, &self.policy_name, self.low_watermark);
+            buf = postcard::to_extend(&head, buf).map_err(unhashable)?;
+            buf.extend_from_slice(&wide(self.entries.len()).to_le_bytes());
+            for e in &self.entries {
+                // One entry's fixed fields, then its provenance (postcard: 0 when there is none).
+                let mut fixed = [0u8; 44];
+                let parts: [&[u8]; 5] = [
+                    &e.id.to_le_bytes(),
+                    &seg_digest(&e.seg)?.to_le_bytes(),
+                    &wide(e.tokens).to_le_bytes(),
+                    &e.version.to_le_bytes(),
+                    &e.admitted_cycle.to_le_bytes(),
+                ];
+                let mut at = 0;
+                for p in parts {
+                    if let Some(to) = fixed.get_mut(at..at + p.len()) {
+                        to.copy_from_slice(p);
+                    }
+                    at += p.len();
+                }
+                buf.extend_from_slice(&fixed);
+                match &e.provenance {
+                    None => buf.push(0),
+                    Some(p) => buf = postcard::to_extend(&Some(p), buf).map_err(unhashable)?,
+                }
+            }
+            buf.extend_from_slice(&wide(self.last_kept.len()).to_le_bytes());
+            for &(id, version) in &self.last_kept {
+                buf.extend_from_slice(&id.to_le_bytes());
+                buf.extend_from_slice(&version.to_le_bytes());
+            }
+            let rest = (
+                (self.next_id, self.cycle, self.fresh_unrecoverable, &self.pending),
+                (self.why.len(), self.why.digest()),
+                (&self.counters, &self.totals, self.stable_prefix_tokens),
+                (self.why_horizon, &self.cache, self.revision),
+            );
+            postcard::to_extend(&rest, buf).map_err(unhashable)
+        })
     }
 }
 

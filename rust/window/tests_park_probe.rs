@@ -76,6 +76,10 @@ fn restore_stages() {
     println!("  clone+with_deltas  {:8.1} µs", best_us(|| drop(w.clone().with_deltas(&[&delta])), n));
     let Ok((r, _)) = w.clone().with_deltas(&[&delta]) else { return };
     println!("  state_digest_v2    {:8.1} µs", best_us(|| drop(r.state_digest_v2()), n));
+    println!("  state_digest_v3    {:8.1} µs", best_us(|| drop(r.state_digest_v3()), n));
+    r.cache_digests();
+    println!("  entries part       {:8.1} µs", best_us(|| { let v: Vec<_> = r.entries.iter().map(|e| (e.id, e.seg.digest.get(), e.tokens, e.version, e.admitted_cycle, &e.provenance)).collect(); drop(super::persist::hash_of(&v)); }, n));
+    println!("  counters part      {:8.1} µs", best_us(|| drop(super::persist::hash_of(&(&r.counters, &r.totals, &r.last_kept))), n));
     println!("  cache_digests cold {:8.1} µs", best_us(|| { let mut x = r.clone(); for e in &mut x.entries { e.seg = std::sync::Arc::new((*e.seg).clone()); } x.cache_digests(); }, n));
     println!("from_snapshot_and_deltas {:5.1} µs", best_us(|| drop(Window::from_snapshot_and_deltas(&snap, &[&delta])), n));
     println!("from_snapshot+deltas {:8.1} µs", best_us(|| drop(Window::from_snapshot(&snap).and_then(|(w, _)| w.with_deltas(&[&delta]))), n));

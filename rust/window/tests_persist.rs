@@ -132,6 +132,7 @@ fn digests_read_with_a_snapshot_are_the_digests_of_its_segments() {
         assert_eq!(applied.len(), deltas.len());
         assert!(same(&w, &at_once), "seed {seed}");
         assert_eq!(w.state_digest_v2().unwrap(), at_once.state_digest_v2().unwrap());
+        assert_eq!(w.state_digest_v3().unwrap(), at_once.state_digest_v3().unwrap());
         // Out of order: refused.
         if slices.len() > 1 {
             let swapped: Vec<&[u8]> = slices.iter().rev().copied().collect();
@@ -172,6 +173,45 @@ fn a_delta_applies_once_in_order_and_to_its_own_window_only() {
 }
 
 /// Entries with these ids (their keys `k<id>`), for `merge_entries`.
+#[test]
+fn the_version_3_digest_sees_a_change_in_any_part() {
+    // Version 3 writes the entries and last_kept as fixed-width fields: each field, the order
+    // and the lengths must still reach the digest.
+    let mut r = Lcg(11);
+    let mut w = Window::new(400, 0, presets::context_window(), None, None).unwrap();
+    for t in 0..6 {
+        step(&mut w, &mut r, t);
+    }
+    assert!(w.entries.len() >= 2 && !w.last_kept.is_empty());
+    let base = w.state_digest_v3().unwrap();
+    let changes: Vec<(&str, fn(&mut Window))> = vec![
+        ("entry id", |w| w.entries[0].id += 1),
+        ("entry tokens", |w| w.entries[0].tokens += 1),
+        ("entry version", |w| w.entries[0].version += 1),
+        ("entry cycle", |w| w.entries[0].admitted_cycle += 1),
+        ("entry provenance", |w| w.entries[0].provenance = Some(Box::new((None, "x".into())))),
+        ("entry segment", |w| {
+            let mut seg = (*w.entries[0].seg).clone();
+            seg.score = 0.5 - seg.score / 2.0;
+            seg.digest = Default::default();
+            w.entries[0].seg = Arc::new(seg);
+        }),
+        ("entry order", |w| w.entries.swap(0, 1)),
+        ("an entry fewer", |w| w.entries.truncate(w.entries.len() - 1)),
+        ("last_kept", |w| w.last_kept[0].1 += 1),
+        ("last_kept shorter", |w| w.last_kept.truncate(w.last_kept.len() - 1)),
+        ("counters", |w| w.counters.fits += 1),
+        ("revision", |w| w.revision += 1),
+        ("limit", |w| w.limit += 1),
+    ];
+    for (what, change) in changes {
+        let mut other = w.clone();
+        change(&mut other);
+        assert_ne!(other.state_digest_v3().unwrap(), base, "{what}");
+    }
+    assert_eq!(w.clone().state_digest_v3().unwrap(), base);
+}
+
 fn entries(ids: &[u64]) -> Vec<Entry> {
     ids.iter()
         .map(|&id| Entry { id, seg: seg(format!("t{id}"), Layer::Conversation, Some(format!("k{id}")), None, false), tokens: 1, version: 0, admitted_cycle: 0, provenance: None })

@@ -152,12 +152,12 @@ fn the_cached_segment_digests_give_the_digest_computed_afresh() {
             w.fit(&Words).unwrap();
         }
         let _ = w.mark_stale(&format!("r{}", i / 2));
-        let cached = w.state_digest_v2().unwrap();
+        let cached = (w.state_digest_v2().unwrap(), w.state_digest_v3().unwrap());
         let mut fresh = w.clone();
         // Segments copied afresh: their digests are taken again, not read from the memo.
         for e in &mut fresh.entries {
             e.seg = std::sync::Arc::new((*e.seg).clone());
         }
-        assert_eq!(cached, fresh.state_digest_v2().unwrap(), "after admission {i}");
+        assert_eq!(cached, (fresh.state_digest_v2().unwrap(), fresh.state_digest_v3().unwrap()), "after admission {i}");
     }
 }
