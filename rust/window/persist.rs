@@ -50,7 +50,7 @@ pub(super) struct ExtrasOut {
 }
 
 impl ExtrasOut {
-    fn of(e: &Extras) -> Self {
+    pub(super) fn of(e: &Extras) -> Self {
         Self { metas: e.metas.clone(), tokenizer: e.tokenizer.as_ref().map(|(k, v)| (k.clone(), v.to_string())) }
     }
 
@@ -159,8 +159,9 @@ impl Window {
     /// The whole state as a binary snapshot.
     pub fn to_snapshot(&self, extras: &Extras) -> CtxResult<Vec<u8>> {
         let packed = self.why.packed();
-        let hint = self.entries.iter().map(|e| e.seg.text.len() + 64).sum::<usize>() + packed.len() + 1024;
-        seal(KIND_SNAPSHOT, &(self.body_v2(&packed), ExtrasOut::of(extras)), hint)
+        let digests = self.stored_digests()?;
+        let hint = self.entries.iter().map(|e| e.seg.text.len() + 80).sum::<usize>() + packed.len() + 1024;
+        seal(KIND_SNAPSHOT, &(self.body_v2(&packed, &digests), ExtrasOut::of(extras)), hint)
     }
 
     /// A snapshot back, refused unless it is intact and a state a window could have reached.
@@ -187,8 +188,8 @@ impl Window {
     fn read_snapshot(bytes: &[u8]) -> CtxResult<(Self, ExtrasOut)> {
         Ok(match open(KIND_SNAPSHOT, bytes)? {
             (VERSION_1, body) => decode::<(Window, ExtrasOut)>(body)?,
-            (_, body) => {
-                let (b, extras) = super::read_v2::read_body(body)?;
+            (version, body) => {
+                let (b, extras) = super::read_v2::read_body(body, version > VERSION_2)?;
                 (Window::from_body_v2(b)?, extras)
             }
         })

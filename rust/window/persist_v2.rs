@@ -51,6 +51,9 @@ pub(super) struct BodyOut<'a> {
     why_horizon: Option<u64>,
     cache: &'a Option<CacheProfile>,
     revision: u64,
+    /// Version 3: the ledger's digest, then each held segment's, 16 bytes little-endian each
+    /// (`stored_digests`), so a restore need not hash the state it just read.
+    digests: Bytes<'a>,
 }
 
 /// A version-2 body as read (`read_v2`): the fields before the entries, the entries (read one
@@ -59,6 +62,8 @@ pub(super) struct BodyIn<'a> {
     pub(super) head: BodyHead<'a>,
     pub(super) entries: Vec<Entry>,
     pub(super) tail: BodyTail<'a>,
+    /// The ledger's digest as a version-3 body stores it (the segments' are already set).
+    pub(super) why_sum: Option<u128>,
 }
 
 /// `BodyOut`'s fields before `entries`, as read.
@@ -90,8 +95,19 @@ pub(super) struct BodyTail<'a> {
 }
 
 impl Window {
-    /// The version-2 body of this window (`packed` is its ledger's packed records).
-    pub(super) fn body_v2<'a>(&'a self, packed: &'a [u8]) -> BodyOut<'a> {
+    /// The ledger's digest and each held segment's, as a version-3 body stores them.
+    pub(super) fn stored_digests(&self) -> CtxResult<Vec<u8>> {
+        let mut out = Vec::with_capacity(16 * (self.entries.len() + 1));
+        out.extend_from_slice(&self.why.digest().to_le_bytes());
+        for e in &self.entries {
+            out.extend_from_slice(&seg_digest(&e.seg)?.to_le_bytes());
+        }
+        Ok(out)
+    }
+
+    /// The version-3 body of this window (`packed` is its ledger's packed records, `digests`
+    /// what `stored_digests` gives).
+    pub(super) fn body_v2<'a>(&'a self, packed: &'a [u8], digests: &'a [u8]) -> BodyOut<'a> {
         BodyOut {
             limit: self.limit,
             reserve: self.reserve,
@@ -111,16 +127,17 @@ impl Window {
             why_horizon: self.why_horizon,
             cache: &self.cache,
             revision: self.revision,
+            digests: Bytes(digests),
         }
     }
 
     /// A window from a version-2 body, not yet validated (see `Window::loaded`).
     pub(super) fn from_body_v2(b: BodyIn<'_>) -> CtxResult<Self> {
-        let BodyIn { head: h, entries, tail: t } = b;
+        let BodyIn { head: h, entries, tail: t, why_sum } = b;
         let policy_digest = xxh3_128(h.policy.as_bytes());
         let policy = read_policy(h.policy, policy_digest)?;
         let names = rung_names(&policy);
-        let why = Ledger::from_packed(t.why.0.to_vec(), names).ok_or_else(|| refused("its why ledger is not well formed"))?;
+        let why = Ledger::from_packed_summed(t.why.0.to_vec(), names, why_sum).ok_or_else(|| refused("its why ledger is not well formed"))?;
         let held_keys = index_keys(&entries);
         let mut w = Window {
             limit: h.limit,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use crate::hash::xxh3_128;
 
+use super::fields::Bytes;
 use super::persist::{refused, ExtrasOut};
 use super::persist_v2::{BodyHead, BodyIn, BodyTail};
 use super::Entry;
@@ -34,8 +35,10 @@ fn take<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> CtxResult<(T, &'a [u8])> {
     postcard::take_from_bytes(bytes).map_err(|e| refused(e.to_string()))
 }
 
-/// A version-2 snapshot body and its extras, each held segment's digest already taken.
-pub(super) fn read_body(body: &[u8]) -> CtxResult<(BodyIn<'_>, ExtrasOut)> {
+/// A version-2 or -3 snapshot body and its extras, each held segment's digest already set:
+/// taken from the bytes it was read from (version 2) or read where the body stores it
+/// (`stored`: version 3, which also stores the ledger's digest).
+pub(super) fn read_body(body: &[u8], stored: bool) -> CtxResult<(BodyIn<'_>, ExtrasOut)> {
     let (head, rest) = take::<BodyHead<'_>>(body)?;
     let (n, mut rest) = take::<usize>(rest)?;
     if n > rest.len() / MIN_ENTRY {
@@ -45,17 +48,34 @@ pub(super) fn read_body(body: &[u8]) -> CtxResult<(BodyIn<'_>, ExtrasOut)> {
     for _ in 0..n {
         let (id, at_seg) = take::<u64>(rest)?;
         let (seg, after) = take::<SegmentData>(at_seg)?;
-        // `after` is what follows the segment in `at_seg`: the segment is the bytes before it.
-        let written = at_seg.len().checked_sub(after.len()).and_then(|n| at_seg.get(..n)).unwrap_or_default();
-        seg.digest.set(xxh3_128(written));
+        if !stored {
+            // `after` is what follows the segment in `at_seg`: the segment is the bytes before it.
+            let written = at_seg.len().checked_sub(after.len()).and_then(|n| at_seg.get(..n)).unwrap_or_default();
+            seg.digest.set(xxh3_128(written));
+        }
         let (t, after) = take::<EntryTail>(after)?;
         entries.push(Entry { id, seg: Arc::new(seg), tokens: t.tokens, version: t.version, admitted_cycle: t.admitted_cycle, provenance: t.provenance });
         rest = after;
     }
     let (tail, rest) = take::<BodyTail<'_>>(rest)?;
+    let (why_sum, rest) = if stored { set_digests(&entries, rest).map(|(s, r)| (Some(s), r))? } else { (None, rest) };
     let (extras, rest) = take::<ExtrasOut>(rest)?;
     if !rest.is_empty() {
         return Err(refused("bytes follow the state"));
     }
-    Ok((BodyIn { head, entries, tail }, extras))
+    Ok((BodyIn { head, entries, tail, why_sum }, extras))
+}
+
+/// Reads a version-3 body's stored digests: gives each held segment its own and returns the
+/// ledger's, with what follows them.
+fn set_digests<'a>(entries: &[Entry], rest: &'a [u8]) -> CtxResult<(u128, &'a [u8])> {
+    let (digests, rest) = take::<Bytes<'_>>(rest)?;
+    let words: Vec<u128> = digests.0.chunks_exact(16).filter_map(|c| c.try_into().ok().map(u128::from_le_bytes)).collect();
+    if digests.0.len() % 16 != 0 || words.len() != entries.len() + 1 {
+        return Err(refused(format!("it stores {} bytes of digests for {} entries", digests.0.len(), entries.len())));
+    }
+    for (e, &d) in entries.iter().zip(words.iter().skip(1)) {
+        e.seg.digest.set(d);
+    }
+    Ok((words.first().copied().unwrap_or_default(), rest))
 }

@@ -283,6 +283,12 @@ pub fn says_held(s: Status) -> bool {
 /// Checks packed records (each well formed, keys strictly increasing, so unique) and returns
 /// where each starts and the combined digest of them; `None` names no reason, the caller does.
 pub fn scan(bytes: &[u8]) -> Option<Scanned> {
+    scan_with(bytes, true)
+}
+
+/// `scan`, with the records hashed into `sum` only when `hashed` (else it is 0): a snapshot
+/// of version 3 carries the sum, and a fold already has it.
+pub fn scan_with(bytes: &[u8], hashed: bool) -> Option<Scanned> {
     u32::try_from(bytes.len()).ok()?;
     let mut offsets = Vec::with_capacity(bytes.len() / 16);
     let mut sum = 0u128;
@@ -305,7 +311,9 @@ pub fn scan(bytes: &[u8]) -> Option<Scanned> {
         }
         last = Some(key);
         offsets.push(u32::try_from(start).ok()?);
-        sum ^= hash(bytes.get(start..r.at)?);
+        if hashed {
+            sum ^= hash(bytes.get(start..r.at)?);
+        }
     }
     offsets.shrink_to_fit();
     Some(Scanned { offsets, sum, held })

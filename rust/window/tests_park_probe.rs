@@ -27,6 +27,8 @@ fn restore_stages() {
     let (Ok(s), Ok(d)) = (std::env::var("CTXFAST_PARK_SNAPSHOT"), std::env::var("CTXFAST_PARK_DELTA")) else { return };
     let (Ok(snap), Ok(delta)) = (std::fs::read(s), std::fs::read(d)) else { return };
     let n = 2000;
+    // Version 3 stores the digests a version-2 read takes from the bytes.
+    let stored = snap.get(5).is_some_and(|&v| v > super::persist::VERSION_2);
     // CTXFAST_PROBE_ONLY=validate|scan|apply|resume|decode: that stage alone, for a profiler.
     if let Ok(only) = std::env::var("CTXFAST_PROBE_ONLY") {
         let Ok((w, _)) = Window::from_snapshot(&snap) else { return };
@@ -38,7 +40,7 @@ fn restore_stages() {
                 "scan" => drop(std::hint::black_box(super::record::scan(&packed))),
                 "apply" => drop(std::hint::black_box(w.clone().with_deltas(&[&delta]))),
                 "resume" => drop(std::hint::black_box(Window::from_snapshot_and_deltas(&snap, &[&delta]))),
-                _ => drop(std::hint::black_box(super::read_v2::read_body(body))),
+                _ => drop(std::hint::black_box(super::read_v2::read_body(body, stored))),
             }
         }
         return;
@@ -47,15 +49,15 @@ fn restore_stages() {
     println!("open (digest)        {:8.1} µs", best_us(|| drop(body()), n));
     println!("decode body          {:8.1} µs", best_us(|| {
         let b = body().ok().unwrap_or_default();
-        drop(super::read_v2::read_body(b));
+        drop(super::read_v2::read_body(b, stored));
     }, n));
     println!("+ from_body_v2       {:8.1} µs", best_us(|| {
         let b = body().ok().unwrap_or_default();
-        if let Ok((b, _)) = super::read_v2::read_body(b) {
+        if let Ok((b, _)) = super::read_v2::read_body(b, stored) {
             drop(Window::from_body_v2(b));
         }
     }, n));
-    if let Ok((b, _)) = super::read_v2::read_body(body().ok().unwrap_or_default()) {
+    if let Ok((b, _)) = super::read_v2::read_body(body().ok().unwrap_or_default(), stored) {
         println!("  policy parse       {:8.1} µs ({} B)", best_us(|| {
             let doc: Result<serde_json::Value, _> = serde_json::from_str(b.head.policy);
             if let Ok(doc) = doc { drop(crate::engine::policy_format::from_value(&doc)); }

@@ -119,6 +119,9 @@ fn digests_read_with_a_snapshot_are_the_digests_of_its_segments() {
         for e in &restored.entries {
             assert_eq!(e.seg.digest.get(), Some(persist::hash_of(e.seg.as_ref()).unwrap()), "seed {seed}: entry {}", e.id);
         }
+        // The ledger's stored digest is the one its records give.
+        assert_eq!(restored.why.digest(), record::scan(&restored.why.packed()).unwrap().sum, "seed {seed}");
+        assert_eq!(restored.why.digest(), w.why.digest(), "seed {seed}");
         // Snapshot and deltas at once (validated once) give what applying them in turn gives.
         let mut deltas = Vec::new();
         let mut at = mark;
@@ -184,7 +187,8 @@ fn the_version_3_digest_sees_a_change_in_any_part() {
     }
     assert!(w.entries.len() >= 2 && !w.last_kept.is_empty());
     let base = w.state_digest_v3().unwrap();
-    let changes: Vec<(&str, fn(&mut Window))> = vec![
+    type Change = (&'static str, fn(&mut Window));
+    let changes: Vec<Change> = vec![
         ("entry id", |w| w.entries[0].id += 1),
         ("entry tokens", |w| w.entries[0].tokens += 1),
         ("entry version", |w| w.entries[0].version += 1),
@@ -266,6 +270,27 @@ fn a_delta_is_about_the_size_of_what_changed() {
 }
 
 #[test]
+fn a_version_3_snapshot_stores_one_digest_per_held_entry_and_the_ledgers() {
+    let mut r = Lcg(5);
+    let mut w = Window::new(300, 0, presets::context_window(), None, None).unwrap();
+    for t in 0..6 {
+        step(&mut w, &mut r, t);
+    }
+    let digests = w.stored_digests().unwrap();
+    assert_eq!(digests.len(), 16 * (w.entries.len() + 1));
+    // The same body with one digest fewer (and its frame sealed again) is refused.
+    let packed = w.why.packed().into_owned();
+    let short = digests.get(..digests.len() - 16).unwrap();
+    for stored in [short, &digests[..digests.len() - 1], &[][..]] {
+        let bytes = persist::seal(persist::KIND_SNAPSHOT, &(w.body_v2(&packed, stored), persist::ExtrasOut::of(&Extras::default())), 0).unwrap();
+        let err = Window::from_snapshot(&bytes).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("bytes of digests"), "{err}");
+    }
+    let bytes = persist::seal(persist::KIND_SNAPSHOT, &(w.body_v2(&packed, &digests), persist::ExtrasOut::of(&Extras::default())), 0).unwrap();
+    assert!(Window::from_snapshot(&bytes).is_ok());
+}
+
+#[test]
 fn truncated_snapshots_and_other_kinds_are_refused() {
     let mut w = Window::new(100, 0, presets::context_window(), None, None).unwrap();
     let _ = w.admit(seg("a b c".into(), Layer::Conversation, Some("a".into()), None, false), 3);
@@ -331,5 +356,5 @@ fn park_probe() {
         std::hint::black_box(back.entries.iter().all(|e| e.seg.validate().is_ok()));
     });
     let body = crate::window::persist::open(persist::KIND_SNAPSHOT, &snap).unwrap().1;
-    time("decode only", &mut || drop(super::read_v2::read_body(body)));
+    time("decode only", &mut || drop(super::read_v2::read_body(body, true)));
 }

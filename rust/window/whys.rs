@@ -55,9 +55,17 @@ impl Ledger {
 
     /// A ledger from packed records (a snapshot's), checked; None when they are not well formed.
     pub fn from_packed(packed: Vec<u8>, names: Vec<Box<str>>) -> Option<Self> {
-        let s = record::scan(&packed)?;
+        Self::from_packed_summed(packed, names, None)
+    }
+
+    /// `from_packed`, with the records' digest (`digest`) given when the writer stored it
+    /// beside them (a version-3 snapshot, under its frame digest): the checking scan then
+    /// does not hash every record again.
+    pub fn from_packed_summed(packed: Vec<u8>, names: Vec<Box<str>>, sum: Option<u128>) -> Option<Self> {
+        let s = record::scan_with(&packed, sum.is_none())?;
         let len = s.offsets.len();
-        Some(Self { packed, offsets: s.offsets, overlay: FxHashMap::default(), len, held: s.held.len(), held_packed: s.held, sum: s.sum, names })
+        let sum = sum.unwrap_or(s.sum);
+        Some(Self { packed, offsets: s.offsets, overlay: FxHashMap::default(), len, held: s.held.len(), held_packed: s.held, sum, names })
     }
 
     pub fn len(&self) -> usize {
@@ -220,7 +228,7 @@ impl Ledger {
         let packed = self.packed().into_owned();
         // Written by `encode` from sorted, unique keys: the scan cannot fail; if it ever did,
         // keeping the overlay as it is loses nothing.
-        if let Some(s) = record::scan(&packed) {
+        if let Some(s) = record::scan_with(&packed, false) {
             self.packed = packed;
             self.offsets = s.offsets;
             self.held_packed = s.held;
