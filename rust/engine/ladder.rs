@@ -34,7 +34,7 @@ pub(super) struct Ladder<'a> {
     pub(super) sep_tokens: usize,
     /// What a segment the ladder creates (a digest) costs beyond its text: message framing.
     pub(super) framing: usize,
-    pub(super) units: Vec<Unit<'a>>,
+    pub(super) units: Vec<Unit>,
     /// Segment indices by unit when some group is interleaved (`Units::members`); empty when
     /// each unit is the run of positions up to the next unit's.
     member_list: Vec<usize>,

@@ -17,10 +17,14 @@ impl Ladder<'_> {
             Some(n) => n.name_of(self.members(u)).into(),
             // `naming::default_label`, from the name the unit kept when it was built: reading it
             // from the segment again would miss the cache on every row of a large request.
-            None => match self.units[u].name {
-                Some(name) => name.into(),
-                None => format_compact!("#{}", self.units[u].position),
-            },
+            None => {
+                let unit = &self.units[u];
+                match &unit.name {
+                    Some(name) => name.clone(),
+                    None if unit.long_name => self.segs.get(unit.position).and_then(|s| s.group.as_deref().or(s.key.as_deref())).unwrap_or_default().into(),
+                    None => format_compact!("#{}", unit.position),
+                }
+            }
         }
     }
 

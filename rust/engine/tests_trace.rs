@@ -56,6 +56,28 @@ fn rows_name_input_positions_and_a_dropped_digest_is_its_own_label() {
 }
 
 #[test]
+fn a_row_is_labelled_by_the_whole_name_however_long() {
+    // Units copy names of up to 24 bytes and read longer ones from their first member: both,
+    // and the boundary, come out whole (an OpenAI tool-call id is 29 bytes).
+    let names = ["call_" .to_string() + &"x".repeat(24), "y".repeat(24), "z".repeat(25), "é".repeat(12) + "!"];
+    let mut segs = vec![seg(Layer::System, 10)];
+    for n in &names {
+        segs.push(grouped(Layer::Conversation, 20, n));
+        segs.push(grouped(Layer::ToolResult, 20, n));
+    }
+    let mut keyed = seg(Layer::Retrieved, 20);
+    keyed.key = Some("k".repeat(40).into());
+    segs.push(keyed);
+    segs.push(seg(Layer::Retrieved, 20));
+    segs.push(seg(Layer::CurrentTurn, 10));
+    let out = ok(run_named(&segs, 20, &context_window(), None));
+    let labels: Vec<&str> = out.trace.sections.iter().flat_map(|s| s.rows.iter().map(|r| r.label.as_str())).collect();
+    let mut want: Vec<String> = names.to_vec();
+    want.extend(["k".repeat(40), "#10".to_string()]);
+    assert_eq!(labels, want);
+}
+
+#[test]
 fn the_layer_column_agrees_with_the_numbers() {
     // Report #16: a row showed "conversation" while the unit's tool result left with it, so
     // the column and the delta did not reconcile.

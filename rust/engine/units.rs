@@ -9,15 +9,25 @@
 //! needs no list of its members (they are the positions up to the next unit's); only when some
 //! group is interleaved with others are the members listed, in one flat array.
 
+use super::outcome::Label;
 use super::policy::Policy;
 use super::segment::{Layer, LayerSet, SegmentData};
 
-pub(super) struct Unit<'a> {
+/// The longest unit name copied into its unit: what a `Label` holds without allocating.
+const INLINE_NAME: usize = 24;
+
+pub(super) struct Unit {
     /// The first member's index: units are numbered in input order.
     pub position: usize,
     /// What the trace calls the unit without input names: its first member's group, else its
-    /// key (`naming::default_label`), read while the member is at hand; None: `#position`.
-    pub name: Option<&'a str>,
+    /// key (`naming::default_label`), copied while the member is at hand when it is short
+    /// enough to sit inline (`INLINE_NAME`, most group and key names). None: it has none, or a
+    /// longer one, which the trace reads from the member (`long_name`). Why a copy: the ladder
+    /// labels its rows in rank order, and reading each name from its segment there missed the
+    /// cache once a row (a fifth of a fit of 10^6 segments); the unit's own line is read anyway.
+    pub name: Option<Label>,
+    /// The first member's name is longer than `INLINE_NAME` (then `name` is None).
+    pub long_name: bool,
     /// Any member in a protected layer protects the whole unit.
     pub protected: bool,
     pub layers: LayerSet,
@@ -32,7 +42,7 @@ pub(super) struct Unit<'a> {
     pub alive: bool,
 }
 
-impl<'a> Unit<'a> {
+impl Unit {
     /// Takes in `seg`, a member.
     fn add(&mut self, seg: &SegmentData, policy: &Policy) {
         self.layers.insert(seg.layer);
@@ -44,7 +54,7 @@ impl<'a> Unit<'a> {
     }
 
     /// Takes in a later run of the same group: what `add` would have made of its members.
-    fn absorb(&mut self, later: &Unit<'_>) {
+    fn absorb(&mut self, later: &Unit) {
         self.layers.0 |= later.layers.0;
         self.protected |= later.protected;
         self.recoverable &= later.recoverable;
@@ -53,10 +63,13 @@ impl<'a> Unit<'a> {
         self.exchange |= later.exchange;
     }
 
-    fn starting_at(position: usize, seg: &'a SegmentData) -> Self {
+    fn starting_at(position: usize, seg: &SegmentData) -> Self {
+        let name = seg.group.as_deref().or(seg.key.as_deref());
+        let long_name = name.is_some_and(|n| n.len() > INLINE_NAME);
         Unit {
             position,
-            name: seg.group.as_deref().or(seg.key.as_deref()),
+            name: name.filter(|_| !long_name).map(Label::from),
+            long_name,
             protected: false,
             layers: LayerSet::default(),
             recoverable: true,
@@ -69,8 +82,8 @@ impl<'a> Unit<'a> {
 }
 
 /// The units of a request.
-pub(super) struct Units<'a> {
-    pub list: Vec<Unit<'a>>,
+pub(super) struct Units {
+    pub list: Vec<Unit>,
     /// Segment indices by unit when some group is interleaved: unit `u`'s members are
     /// `members[starts[u]..starts[u + 1]]`, in input order. Both empty when every unit is one
     /// run of segments.
@@ -83,11 +96,11 @@ pub(super) struct Units<'a> {
 }
 
 /// One unit per group (at its first member's place) and one per ungrouped segment.
-pub(super) fn build_units<'a>(segs: &[&'a SegmentData], policy: &Policy) -> Units<'a> {
+pub(super) fn build_units(segs: &[&SegmentData], policy: &Policy) -> Units {
     let n = segs.len();
     // Sized once for the most there can be: a vector grown by doubling copies itself and
     // touches fresh pages at every step, and pages reserved but never written cost nothing.
-    let mut list: Vec<Unit<'a>> = Vec::with_capacity(n);
+    let mut list: Vec<Unit> = Vec::with_capacity(n);
     let mut seg_layer = Vec::with_capacity(n);
     let mut seg_recoverable = Vec::with_capacity(n);
     // The first segment of each run of a group, with a hash of the group's name.
@@ -177,7 +190,7 @@ fn repeated_hashes(runs: &[(u64, usize)]) -> Vec<u64> {
 /// Folds each run that continues a group into the unit of the group's first run, and numbers
 /// the units that remain in input order again. Returns them with the unit of each of the `n`
 /// segments.
-fn merge<'a>(runs: Vec<Unit<'a>>, n: usize, rejoins: &[(usize, usize)]) -> (Vec<Unit<'a>>, Vec<usize>) {
+fn merge(runs: Vec<Unit>, n: usize, rejoins: &[(usize, usize)]) -> (Vec<Unit>, Vec<usize>) {
     // Run `r` holds the segments from its position up to the next run's.
     let mut run_of = Vec::with_capacity(n);
     for r in 0..runs.len() {
@@ -191,7 +204,7 @@ fn merge<'a>(runs: Vec<Unit<'a>>, n: usize, rejoins: &[(usize, usize)]) -> (Vec<
         }
     }
     let mut renumbered = vec![0usize; runs.len()];
-    let mut list: Vec<Unit<'a>> = Vec::with_capacity(runs.len().saturating_sub(rejoins.len()));
+    let mut list: Vec<Unit> = Vec::with_capacity(runs.len().saturating_sub(rejoins.len()));
     for (r, unit) in runs.into_iter().enumerate() {
         // The group's first run comes earlier, so it is numbered already.
         let into = joins[r].map(|f| renumbered[f]);
