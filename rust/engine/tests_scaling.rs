@@ -9,6 +9,12 @@
 //! `SCALING_SIZES=30000,1000000` picks the sizes, `SCALING_RUNS` the fewest runs at each size,
 //! `SCALING_ALL=1` prints every run. On a machine shared with a build, compare medians of
 //! several whole runs of the probe, interleaved with the build being compared against.
+//!
+//! The bare test process has almost nothing else on its heap, so glibc gives the fit's large
+//! vectors back to the kernel after every run and the next run takes fresh pages (measured:
+//! more kernel time than user time at 10^4). A long-lived process, Python's included, keeps
+//! them (a Python loop of 10^4-segment fits takes a page fault or two a fit). To measure that
+//! case, run with `MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296`.
 
 use std::time::Instant;
 
