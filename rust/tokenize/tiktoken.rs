@@ -42,7 +42,22 @@ impl Encoding {
     /// across calls: a server's later requests find most of their pieces counted.
     pub fn count(self, text: &str) -> usize {
         let bpe = &self.tokenizer().bpe;
-        scan::count(self.pattern(), text, |piece| bpe.count(piece))
+        scan::count(self.pattern(), text, self.pairs(), |piece| bpe.count(piece))
+    }
+
+    /// Which byte pairs are one token (`scan::Pairs`), worked out once per process.
+    pub fn pairs(self) -> &'static scan::Pairs {
+        static O200K: std::sync::OnceLock<scan::Pairs> = std::sync::OnceLock::new();
+        static CL100K: std::sync::OnceLock<scan::Pairs> = std::sync::OnceLock::new();
+        let cell = match self {
+            Self::O200kBase => &O200K,
+            Self::Cl100kBase => &CL100K,
+        };
+        cell.get_or_init(|| {
+            let bpe = &self.tokenizer().bpe;
+            let ids = 0..u32::try_from(bpe.num_tokens()).unwrap_or(u32::MAX);
+            scan::Pairs::from_tokens(ids.map(|id| bpe.token_bytes(id)))
+        })
     }
 
     /// The ids of `text` (tiktoken's `encode_ordinary`), over the scanner's pieces.

@@ -12,10 +12,12 @@ mod classes;
 mod memo;
 mod o200k;
 mod letters;
+mod pairs;
 mod text;
 mod ways;
 
 use letters::{Case, Letters};
+pub use pairs::Pairs;
 #[cfg(test)]
 mod tests;
 
@@ -37,12 +39,12 @@ impl Pattern {
 }
 
 /// The exact count of `text`: the BPE count of each piece (`bpe_count`), through this thread's
-/// piece cache.
-pub fn count(pattern: Pattern, text: &str, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
+/// piece cache, with pieces of one or two bytes counted from `pairs` (the same vocabulary's).
+pub fn count(pattern: Pattern, text: &str, pairs: &Pairs, bpe_count: impl Fn(&[u8]) -> usize) -> usize {
     // One loop per pattern, so each scanner's ASCII path is inlined into its own.
     match pattern {
-        Pattern::O200k => count_with(text.as_bytes(), pattern, blocks::o200k, ascii::o200k, o200k_general, bpe_count),
-        Pattern::Cl100k => count_with(text.as_bytes(), pattern, blocks::cl100k, ascii::cl100k, cl100k_general, bpe_count),
+        Pattern::O200k => count_with(text.as_bytes(), pattern, blocks::o200k, ascii::o200k, o200k_general, pairs, bpe_count),
+        Pattern::Cl100k => count_with(text.as_bytes(), pattern, blocks::cl100k, ascii::cl100k, cl100k_general, pairs, bpe_count),
     }
 }
 
@@ -65,6 +67,7 @@ fn count_with(
     block: fn(&[u8], usize) -> blocks::Starts,
     fast: impl Fn(&[u8], usize) -> Option<usize>,
     general: impl Fn(&[u8], usize) -> usize,
+    pairs: &Pairs,
     bpe_count: impl Fn(&[u8]) -> usize,
 ) -> usize {
     memo::with(pattern, |memo| {
@@ -79,6 +82,9 @@ fn count_with(
         };
         let lookup = |memo: &mut memo::Memo, at: usize, end: usize| {
             let len = end - at;
+            if let Some(n) = tiny(s, at, len, pairs) {
+                return n;
+            }
             let hit = if len <= 8 { memo.short_hit(s, at, len) } else { None };
             match hit {
                 Some(c) => c,
@@ -99,7 +105,7 @@ fn count_with(
                 while ends != 0 {
                     let end = ends.trailing_zeros() as usize;
                     ends &= ends - 1;
-                    n = n.saturating_add(keyed(memo, s, at + from, end - from, &bpe_count));
+                    n = n.saturating_add(keyed(memo, s, at + from, end - from, pairs, &bpe_count));
                     from = end;
                 }
                 if from > 0 {
@@ -111,7 +117,7 @@ fn count_with(
                 }
             }
             if let Some(len) = letters.word(s, at) {
-                n = n.saturating_add(keyed(memo, s, at, len, &bpe_count));
+                n = n.saturating_add(keyed(memo, s, at, len, pairs, &bpe_count));
                 at += len;
                 continue;
             }
@@ -127,7 +133,10 @@ fn count_with(
 /// 16 bytes. A function, not a closure, so it can be marked for inlining: as a closure called
 /// from both walks LLVM kept it out of line, a call a piece with a prologue saving six registers.
 #[inline(always)]
-fn keyed(memo: &mut memo::Memo, s: &[u8], at: usize, len: usize, bpe_count: &impl Fn(&[u8]) -> usize) -> usize {
+fn keyed(memo: &mut memo::Memo, s: &[u8], at: usize, len: usize, pairs: &Pairs, bpe_count: &impl Fn(&[u8]) -> usize) -> usize {
+    if let Some(n) = tiny(s, at, len, pairs) {
+        return n;
+    }
     let hit = match memo::load16(s, at) {
         Some(b) if len < 16 => memo.key_hit(b, len),
         // The text's last bytes: the same key from a padded copy.
@@ -138,6 +147,17 @@ fn keyed(memo: &mut memo::Memo, s: &[u8], at: usize, len: usize, bpe_count: &imp
         Some(c) => c,
         None => memo.count_in(s, at, at + len, bpe_count),
     }
+}
+
+/// The count of the piece of `len` bytes at `s[at..]` when it has one or two (`pairs`).
+#[inline(always)]
+fn tiny(s: &[u8], at: usize, len: usize, pairs: &Pairs) -> Option<usize> {
+    if len > 2 {
+        return None;
+    }
+    let a = *s.get(at)?;
+    let b = s.get(at + 1).copied().unwrap_or(0);
+    Some(pairs.count(a, b, len))
 }
 
 /// Whether a block is worth classifying at `at`: past the byte beyond ASCII that stopped the

@@ -142,6 +142,32 @@ fn random_code_points() {
     }
 }
 
+/// The pair table of a pattern's encoding.
+fn pairs_of(p: Pattern) -> &'static super::Pairs {
+    match p {
+        Pattern::O200k => crate::tokenize::Encoding::O200kBase.pairs(),
+        Pattern::Cl100k => crate::tokenize::Encoding::Cl100kBase.pairs(),
+    }
+}
+
+#[test]
+fn the_pair_table_counts_every_piece_of_one_or_two_bytes_as_the_bpe_does() {
+    for (enc, p) in [(crate::tokenize::Encoding::O200kBase, Pattern::O200k), (crate::tokenize::Encoding::Cl100kBase, Pattern::Cl100k)] {
+        let bpe = &enc.tokenizer().bpe;
+        let pairs = pairs_of(p);
+        let mut ones = 0;
+        for a in 0..=255u8 {
+            assert_eq!(pairs.count(a, 0, 1), bpe.count(&[a]), "{enc:?} byte {a}");
+            for b in 0..=255u8 {
+                let n = bpe.count(&[a, b]);
+                assert_eq!(pairs.count(a, b, 2), n, "{enc:?} bytes {a} {b}");
+                ones += usize::from(n == 1);
+            }
+        }
+        assert!(ones > 1000, "{enc:?}: {ones} pairs are tokens");
+    }
+}
+
 /// Throughput of the pieces alone and of the cached count (`cargo test --release -- --ignored
 /// --nocapture scan_speed`): not a timed test, a probe for profiling.
 #[test]
@@ -163,9 +189,9 @@ fn scan_speed() {
     let bpe = &bpe_openai::o200k_base().bpe;
     time("regex split", &|| bpe_openai::o200k_base().split(&text).count());
     time("scan", &|| pieces(Pattern::O200k, &text).count());
-    time("scan + memo count", &|| super::count(Pattern::O200k, &text, |p| bpe.count(p)));
+    time("scan + memo count", &|| super::count(Pattern::O200k, &text, pairs_of(Pattern::O200k), |p| bpe.count(p)));
     let misses = std::cell::Cell::new(0usize);
-    super::count(Pattern::O200k, &text, |p| {
+    super::count(Pattern::O200k, &text, pairs_of(Pattern::O200k), |p| {
         misses.set(misses.get() + 1);
         bpe.count(p)
     });
@@ -191,7 +217,7 @@ fn memo_profile() {
     };
     let passes: usize = std::env::var("CTXFAST_PROFILE_PASSES").ok().and_then(|p| p.parse().ok()).unwrap_or(40);
     let pieces = super::pieces(pattern, &text).count();
-    super::count(pattern, &text, |p| bpe.count(p));
+    super::count(pattern, &text, pairs_of(pattern), |p| bpe.count(p));
     // CTXFAST_PROFILE_FLUSH=MB: before each pass, write that much (untimed; 64 MB if not a
     // number), as another library's work between two counts would, so the piece cache starts
     // from memory.
@@ -202,7 +228,7 @@ fn memo_profile() {
     for pass in 0..passes {
         flush.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(pass as u8));
         let t = std::time::Instant::now();
-        n += super::count(pattern, &text, |p| bpe.count(p));
+        n += super::count(pattern, &text, pairs_of(pattern), |p| bpe.count(p));
         took += t.elapsed();
     }
     let slots = super::memo::with(pattern, |m| m.map(|m| m.slots()));
