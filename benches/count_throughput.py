@@ -47,7 +47,7 @@ os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
 KINDS = ["prose", "code", "json", "cjk", "chat"]
-SAMPLES = 5
+SAMPLES = 9
 
 
 def chat_corpus(limit: int = 1_000_000) -> str:
