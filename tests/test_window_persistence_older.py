@@ -18,12 +18,14 @@ V1 = Path(__file__).resolve().parent / "data" / "window_v1"
 V2 = Path(__file__).resolve().parent / "data" / "window_v2"
 
 
-def test_a_version_1_snapshot_and_its_deltas_still_restore_the_same_window():
-    """Written by the format before the packed ledger: snapshot, two deltas, and what they hold."""
-    expected = json.loads((V1 / "expected.json").read_text())
-    snap = (V1 / "snapshot.bin").read_bytes()
-    assert snap[:6] == b"CTXWS\x01"
-    deltas = [(V1 / "delta1.bin").read_bytes(), (V1 / "delta2.bin").read_bytes()]
+@pytest.mark.parametrize("folder, version", [(V1, 1), (V2, 2)], ids=["version 1", "version 2"])
+def test_an_older_snapshot_and_its_deltas_still_restore_the_same_window(folder: Path, version: int):
+    """A snapshot and two deltas written by an earlier format, and what they hold (version 2's
+    deltas promise its own state digest); the window goes on in the current format."""
+    expected = json.loads((folder / "expected.json").read_text())
+    snap = (folder / "snapshot.bin").read_bytes()
+    deltas = [(folder / "delta1.bin").read_bytes(), (folder / "delta2.bin").read_bytes()]
+    assert snap[:6] == b"CTXWS" + bytes([version]) and all(d[:6] == b"CTXWD" + bytes([version]) for d in deltas)
     back = ContextWindow.from_bytes(snap, deltas=deltas)
     assert json.loads(json.dumps(state(back), default=repr)) == expected["state"]
     assert json.loads(back.to_json()) == expected["to_json"]
@@ -34,46 +36,24 @@ def test_a_version_1_snapshot_and_its_deltas_still_restore_the_same_window():
     for d in deltas:
         step.apply_delta(d)
     assert json.loads(step.to_json()) == expected["to_json"]
+    # A changed byte in an old delta is still refused (its frame digest).
+    bad = bytearray(deltas[0])
+    bad[len(bad) // 2] ^= 1
+    with pytest.raises(ctxfast.CtxfastError):
+        ContextWindow.from_bytes(snap, deltas=[bytes(bad), deltas[1]])
     # Saved again it is written in the current format, and comes back the same.
     again = back.to_bytes()
     assert again[:6] == b"CTXWS\x03"
     assert json.loads(ContextWindow.from_bytes(again).to_json()) == expected["to_json"]
-    # And it goes on: a delta written after the restore applies to the restored snapshot.
+    # And it goes on: a delta written after the restore (current format) applies after the old ones.
     mark = back.revision
     play_turn(back, 8)
-    resumed = ContextWindow.from_bytes(snap, deltas=[*deltas, back.delta_since(mark)])
+    new = back.delta_since(mark)
+    assert new[:6] == b"CTXWD\x03"
+    resumed = ContextWindow.from_bytes(snap, deltas=[*deltas, new])
     assert resumed.to_bytes() == back.to_bytes()
 
 
 def test_a_version_1_pickle_still_loads():
     back = pickle.loads((V1 / "window.pickle").read_bytes())
     assert json.loads(back.to_json()) == json.loads((V1 / "pickle_expected.json").read_text())
-
-
-def test_a_version_2_snapshot_and_its_deltas_still_restore_the_same_window():
-    """Version 2 deltas promise the version-2 state digest; a window restored from them goes on
-    in version 3, and the deltas it writes apply after them."""
-    expected = json.loads((V2 / "expected.json").read_text())
-    snap = (V2 / "snapshot.bin").read_bytes()
-    deltas = [(V2 / "delta1.bin").read_bytes(), (V2 / "delta2.bin").read_bytes()]
-    assert snap[:6] == b"CTXWS\x02" and all(d[:6] == b"CTXWD\x02" for d in deltas)
-    back = ContextWindow.from_bytes(snap, deltas=deltas)
-    assert json.loads(json.dumps(state(back), default=repr)) == expected["state"]
-    assert json.loads(back.to_json()) == expected["to_json"]
-    step = ContextWindow.from_bytes(snap)
-    with pytest.raises(ctxfast.CtxfastError):
-        step.apply_delta(deltas[1])
-    for d in deltas:
-        step.apply_delta(d)
-    assert json.loads(step.to_json()) == expected["to_json"]
-    # A changed byte in a version-2 delta is still refused (its frame digest).
-    bad = bytearray(deltas[0])
-    bad[len(bad) // 2] ^= 1
-    with pytest.raises(ctxfast.CtxfastError):
-        ContextWindow.from_bytes(snap, deltas=[bytes(bad), deltas[1]])
-    mark = back.revision
-    play_turn(back, 8)
-    new = back.delta_since(mark)
-    assert new[:6] == b"CTXWD\x03" and back.to_bytes()[:6] == b"CTXWS\x03"
-    resumed = ContextWindow.from_bytes(snap, deltas=[*deltas, new])
-    assert resumed.to_bytes() == back.to_bytes()
