@@ -161,7 +161,7 @@ impl Window {
         let packed = self.why.packed();
         let digests = self.stored_digests()?;
         let hint = self.entries.iter().map(|e| e.seg.text.len() + 80).sum::<usize>() + packed.len() + 1024;
-        seal(KIND_SNAPSHOT, &(self.body_v2(&packed, &digests), ExtrasOut::of(extras)), hint)
+        seal(KIND_SNAPSHOT, &(self.body_out(&packed, &digests), ExtrasOut::of(extras)), hint)
     }
 
     /// A snapshot back, refused unless it is intact and a state a window could have reached.
@@ -190,7 +190,7 @@ impl Window {
             (VERSION_1, body) => decode::<(Window, ExtrasOut)>(body)?,
             (version, body) => {
                 let (b, extras) = super::read_v2::read_body(body, version > VERSION_2)?;
-                (Window::from_body_v2(b)?, extras)
+                (Window::from_body(b)?, extras)
             }
         })
     }

@@ -1,4 +1,4 @@
-//! Binary format version 2: the snapshot body and the state digest deltas promise.
+//! Binary formats 2 and 3: the snapshot body and the state digests deltas promise.
 //!
 //! Version 2 differs from 1 in what a restore must rebuild: the `why` ledger travels as its
 //! packed records (`record`), read with one copy and one scan, and `held_keys` is not written
@@ -8,6 +8,10 @@
 //! and the policy's, with the small fields hashed whole. Any difference in any part still
 //! changes it, so a delta applied to the wrong window, out of order or with a change missed
 //! still fails the check.
+//!
+//! Version 3 (written now) keeps version 2's body and adds, after it, the digests a reader would
+//! otherwise take again (the ledger's and each held segment's), and its deltas promise
+//! `state_digest_v3`: the same parts, written as fixed-width fields.
 
 use compact_str::CompactString;
 use rustc_hash::FxHashMap;
@@ -107,7 +111,7 @@ impl Window {
 
     /// The version-3 body of this window (`packed` is its ledger's packed records, `digests`
     /// what `stored_digests` gives).
-    pub(super) fn body_v2<'a>(&'a self, packed: &'a [u8], digests: &'a [u8]) -> BodyOut<'a> {
+    pub(super) fn body_out<'a>(&'a self, packed: &'a [u8], digests: &'a [u8]) -> BodyOut<'a> {
         BodyOut {
             limit: self.limit,
             reserve: self.reserve,
@@ -132,7 +136,7 @@ impl Window {
     }
 
     /// A window from a version-2 body, not yet validated (see `Window::loaded`).
-    pub(super) fn from_body_v2(b: BodyIn<'_>) -> CtxResult<Self> {
+    pub(super) fn from_body(b: BodyIn<'_>) -> CtxResult<Self> {
         let BodyIn { head: h, entries, tail: t, why_sum } = b;
         let policy_digest = xxh3_128(h.policy.as_bytes());
         let policy = read_policy(h.policy, policy_digest)?;

@@ -51,10 +51,10 @@ fn restore_stages() {
         let b = body().ok().unwrap_or_default();
         drop(super::read_v2::read_body(b, stored));
     }, n));
-    println!("+ from_body_v2       {:8.1} µs", best_us(|| {
+    println!("+ from_body          {:8.1} µs", best_us(|| {
         let b = body().ok().unwrap_or_default();
         if let Ok((b, _)) = super::read_v2::read_body(b, stored) {
-            drop(Window::from_body_v2(b));
+            drop(Window::from_body(b));
         }
     }, n));
     if let Ok((b, _)) = super::read_v2::read_body(body().ok().unwrap_or_default(), stored) {

@@ -282,11 +282,11 @@ fn a_version_3_snapshot_stores_one_digest_per_held_entry_and_the_ledgers() {
     let packed = w.why.packed().into_owned();
     let short = digests.get(..digests.len() - 16).unwrap();
     for stored in [short, &digests[..digests.len() - 1], &[][..]] {
-        let bytes = persist::seal(persist::KIND_SNAPSHOT, &(w.body_v2(&packed, stored), persist::ExtrasOut::of(&Extras::default())), 0).unwrap();
+        let bytes = persist::seal(persist::KIND_SNAPSHOT, &(w.body_out(&packed, stored), persist::ExtrasOut::of(&Extras::default())), 0).unwrap();
         let err = Window::from_snapshot(&bytes).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("bytes of digests"), "{err}");
     }
-    let bytes = persist::seal(persist::KIND_SNAPSHOT, &(w.body_v2(&packed, &digests), persist::ExtrasOut::of(&Extras::default())), 0).unwrap();
+    let bytes = persist::seal(persist::KIND_SNAPSHOT, &(w.body_out(&packed, &digests), persist::ExtrasOut::of(&Extras::default())), 0).unwrap();
     assert!(Window::from_snapshot(&bytes).is_ok());
 }
 
