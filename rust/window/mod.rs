@@ -140,7 +140,7 @@ impl Window {
             journal: Journal::default(),
         })
         .map(|mut w: Window| {
-            w.journal.policy_digest = Some(crate::hash::xxh3_128(persist_v2::policy_text(&w.policy).as_bytes()));
+            w.journal.policy_digest = Some(persist_v2::policy_text_digest(&w.policy));
             w
         })
     }

@@ -35,6 +35,11 @@ pub(super) fn policy_text(p: &Policy) -> String {
     policy_format::to_value(None, p).to_string()
 }
 
+/// The digest of `policy_text(p)`, which the state digests include.
+pub(super) fn policy_text_digest(p: &Policy) -> u128 {
+    xxh3_128(policy_text(p).as_bytes())
+}
+
 #[derive(Serialize)]
 pub(super) struct BodyOut<'a> {
     limit: usize,
@@ -183,12 +188,15 @@ impl Window {
         if self.why.names().is_empty() {
             self.why.settle(rung_names(&self.policy));
         }
-        let policy = match self.journal.policy_digest {
-            Some(d) => d,
-            None => xxh3_128(policy_text(&self.policy).as_bytes()),
-        };
+        let policy = self.policy_digest();
         self.journal = Journal::starting_at(self.revision, policy);
         self
+    }
+
+    /// The digest of the policy's text: kept in the journal since the window was made or read,
+    /// else taken now.
+    fn policy_digest(&self) -> u128 {
+        self.journal.policy_digest.unwrap_or_else(|| policy_text_digest(&self.policy))
     }
 
     /// Takes the held segments' digests now (after a fit or a restore), so the next
@@ -202,10 +210,7 @@ impl Window {
 
     /// The digest of the whole state, from its parts (see the module's comment).
     pub(super) fn state_digest_v2(&self) -> CtxResult<u128> {
-        let policy = match self.journal.policy_digest {
-            Some(d) => d,
-            None => xxh3_128(policy_text(&self.policy).as_bytes()),
-        };
+        let policy = self.policy_digest();
         let mut entries = Vec::with_capacity(self.entries.len());
         for e in &self.entries {
             entries.push((e.id, seg_digest(&e.seg)?, e.tokens, e.version, e.admitted_cycle, &e.provenance));
@@ -227,10 +232,7 @@ impl Window {
     /// version-2 digest, which a park and its resume each take). Lists carry their lengths, so
     /// no two states give the same bytes.
     pub(super) fn state_digest_v3(&self) -> CtxResult<u128> {
-        let policy = match self.journal.policy_digest {
-            Some(d) => d,
-            None => xxh3_128(policy_text(&self.policy).as_bytes()),
-        };
+        let policy = self.policy_digest();
         hash_filled(|mut buf| {
             let head = (self.limit, self.reserve, policy, &self.policy_name, self.low_watermark);
             buf = postcard::to_extend(&head, buf).map_err(unhashable)?;
