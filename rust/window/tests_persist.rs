@@ -62,6 +62,16 @@ fn step(w: &mut Window, r: &mut Lcg, turn: u64) {
     }
 }
 
+/// A context-window window after `turns` of `step`'s random operations drawn from `seed`.
+fn played(limit: usize, seed: u64, turns: u64) -> Window {
+    let mut r = Lcg(seed);
+    let mut w = Window::new(limit, 0, presets::context_window(), None, None).unwrap();
+    for t in 0..turns {
+        step(&mut w, &mut r, t);
+    }
+    w
+}
+
 fn same(a: &Window, b: &Window) -> bool {
     a.to_json().ok() == b.to_json().ok() && persist::state_digest(a).ok() == persist::state_digest(b).ok()
 }
@@ -180,11 +190,7 @@ fn a_delta_applies_once_in_order_and_to_its_own_window_only() {
 fn the_version_3_digest_sees_a_change_in_any_part() {
     // Version 3 writes the entries and last_kept as fixed-width fields: each field, the order
     // and the lengths must still reach the digest.
-    let mut r = Lcg(11);
-    let mut w = Window::new(400, 0, presets::context_window(), None, None).unwrap();
-    for t in 0..6 {
-        step(&mut w, &mut r, t);
-    }
+    let w = played(400, 11, 6);
     assert!(w.entries.len() >= 2 && !w.last_kept.is_empty());
     let base = w.state_digest_v3().unwrap();
     type Change = (&'static str, fn(&mut Window));
@@ -271,11 +277,7 @@ fn a_delta_is_about_the_size_of_what_changed() {
 
 #[test]
 fn a_version_3_snapshot_stores_one_digest_per_held_entry_and_the_ledgers() {
-    let mut r = Lcg(5);
-    let mut w = Window::new(300, 0, presets::context_window(), None, None).unwrap();
-    for t in 0..6 {
-        step(&mut w, &mut r, t);
-    }
+    let w = played(300, 5, 6);
     let digests = w.stored_digests().unwrap();
     assert_eq!(digests.len(), 16 * (w.entries.len() + 1));
     // The same body with one digest fewer (and its frame sealed again) is refused.

@@ -58,7 +58,7 @@ impl Ledger {
         Self::from_packed_summed(packed, names, None)
     }
 
-    /// `from_packed`, with the records' digest (`digest`) given when the writer stored it
+    /// `from_packed`, with the records' digest (`sum`) given when the writer stored it
     /// beside them (a version-3 snapshot, under its frame digest): the checking scan then
     /// does not hash every record again.
     pub fn from_packed_summed(packed: Vec<u8>, names: Vec<Box<str>>, sum: Option<u128>) -> Option<Self> {

@@ -19,7 +19,7 @@ impl Pairs {
         let mut bits = Box::new([0u64; 1024]);
         for t in tokens {
             if let [a, b] = *t {
-                let i = usize::from(a) | usize::from(b) << 8;
+                let i = index(a, b);
                 if let Some(w) = bits.get_mut(i / 64) {
                     *w |= 1 << (i % 64);
                 }
@@ -31,9 +31,15 @@ impl Pairs {
     /// The count of a piece of `len` (1 or 2) bytes starting `a`, `b` (`b` unread when `len` is 1).
     #[inline(always)]
     pub fn count(&self, a: u8, b: u8, len: usize) -> usize {
-        let i = usize::from(a) | usize::from(b) << 8;
+        let i = index(a, b);
         let one = self.bits.get(i / 64).map_or(0, |w| (w >> (i % 64)) & 1) as usize;
         // len 1: 1; len 2: 1 when the pair is a token, else 2.
         len - (one & (len >> 1))
     }
+}
+
+/// The bit of the pair `a`, `b`.
+#[inline(always)]
+fn index(a: u8, b: u8) -> usize {
+    usize::from(a) | usize::from(b) << 8
 }
