@@ -31,14 +31,31 @@ use super::Pattern;
 const INLINE: usize = 24;
 /// A text of at least this many bytes a bucket in use reads the tables through first.
 const BRING_IN_BYTES: usize = 8;
-/// Marks a slot keyed by digest.
-const LONG: u32 = 1 << 31;
 
+/// The keys. A piece is UTF-8 (the scanners take `&str`), and UTF-8 never holds the byte 0xFF,
+/// so a key is the piece's bytes as little-endian words with 0xFF in every byte past its end:
+/// two pieces have the same key only when they are the same bytes, whatever their lengths, and
+/// no key is all 0xFF (an empty slot). A piece longer than `INLINE` is keyed by its xxh3-128
+/// digest and `digest_tail(len)`, whose low byte 0xFF no inline key's third word has (its byte
+/// 16 is the piece's own, or the word is all 0xFF).
 pub struct Memo {
-    /// Four ways of one word: pieces of up to 8 bytes, tagged `len + 1`.
+    /// Four ways of one word: pieces of up to 8 bytes.
     short: Ways<1, 4>,
-    /// Two ways of three words: longer pieces, tagged `len + 1`, or `LONG | len` for a digest.
+    /// Two ways of three words: longer pieces.
     long: Ways<3, 2>,
+}
+
+/// The third word of a digest's key.
+fn digest_tail(len: usize) -> u64 {
+    (len as u64) << 8 | 0xFF
+}
+
+/// The first `keep` (1..=8) bytes of `w`, with 0xFF past them.
+#[inline(always)]
+fn filled(w: u64, keep: usize) -> u64 {
+    // keep is 1..=8, so the shift is 0..=56.
+    let mask = u64::MAX >> (64 - 8 * keep.clamp(1, 8) as u32);
+    (w & mask) | !mask
 }
 
 thread_local! {
@@ -91,9 +108,7 @@ impl Memo {
     #[inline(always)]
     pub fn short_hit(&self, s: &[u8], start: usize, len: usize) -> Option<usize> {
         let w = s.get(start..start.saturating_add(8))?;
-        // len is 1..=8, so the shift is 0..=56.
-        let key = load(w) & (u64::MAX >> (64 - 8 * (len.clamp(1, 8) as u32)));
-        self.short.get(&[key], len as u32 + 1)
+        self.short.get(&[filled(load(w), len)])
     }
 
     /// The cached count of the piece of `len` (1..=15) bytes that starts `b` (the text's next
@@ -102,13 +117,10 @@ impl Memo {
     pub fn key_hit(&self, b: &[u8; 16], len: usize) -> Option<usize> {
         let (lo, hi) = b.split_at(8);
         let (lo, hi) = (load(lo), load(hi));
-        let tag = len as u32 + 1;
         if len <= 8 {
-            // len is 1..=8, so the shift is 0..=56.
-            self.short.get(&[lo & (u64::MAX >> (64 - 8 * len.max(1) as u32))], tag)
+            self.short.get(&[filled(lo, len)])
         } else {
-            // len is 9..=16, so the shift is 0..=56.
-            self.long.get(&[lo, hi & (u64::MAX >> (128 - 8 * len.min(16) as u32)), 0], tag)
+            self.long.get(&[lo, filled(hi, len - 8), u64::MAX])
         }
     }
 
@@ -139,15 +151,14 @@ impl Memo {
     pub fn count_in(&mut self, s: &[u8], start: usize, end: usize, count: impl FnOnce(&[u8]) -> usize) -> usize {
         let Some(piece) = s.get(start..end) else { return 0 };
         if piece.len() <= 8 {
-            return self.short.count([word_in(s, start, piece, 0)], piece.len() as u32 + 1, piece, count);
+            return self.short.count([word_in(s, start, piece, 0)], piece, count);
         }
         if piece.len() <= INLINE {
             let key = [word_in(s, start, piece, 0), word_in(s, start, piece, 1), word_in(s, start, piece, 2)];
-            return self.long.count(key, piece.len() as u32 + 1, piece, count);
+            return self.long.count(key, piece, count);
         }
         let h = xxh3_128(piece);
-        let key = [h as u64, (h >> 64) as u64, piece.len() as u64];
-        self.long.count(key, LONG | (piece.len() as u32 & !LONG), piece, count)
+        self.long.count([h as u64, (h >> 64) as u64, digest_tail(piece.len())], piece, count)
     }
 }
 
@@ -159,18 +170,16 @@ fn word_in(s: &[u8], start: usize, piece: &[u8], k: usize) -> u64 {
     let lo = k * 8;
     let keep = piece.len().saturating_sub(lo).min(8);
     if keep == 0 {
-        return 0;
+        return u64::MAX;
     }
     let from = start.saturating_add(lo);
-    // keep is 1..=8, so the mask's shift is 0..=56.
-    let mask = u64::MAX >> (64 - 8 * keep as u32);
     if let Some(w) = s.get(from..from.saturating_add(8)) {
-        return load(w) & mask;
+        return filled(load(w), keep);
     }
     let tail = s.len().saturating_sub(8);
     match s.get(tail..) {
         // The word's bytes are the last `s.len() - from` (< 8) of these.
-        Some(w) if w.len() == 8 && from >= tail => (load(w) >> (8 * (from - tail) as u32)) & mask,
+        Some(w) if w.len() == 8 && from >= tail => filled(load(w) >> (8 * (from - tail) as u32), keep),
         _ => word(piece, k),
     }
 }
@@ -182,7 +191,7 @@ pub fn load16(s: &[u8], at: usize) -> Option<&[u8; 16]> {
 }
 
 /// Up to sixteen bytes of `s` from `at`, zero past the text's end (`key_hit` keeps only the
-/// piece's own bytes, so the key is the same as from `load16`).
+/// piece's own bytes and fills the rest, so the key is the same as from `load16`).
 #[inline]
 pub fn padded16(s: &[u8], at: usize) -> [u8; 16] {
     let mut b = [0u8; 16];
@@ -200,14 +209,14 @@ fn load(w: &[u8]) -> u64 {
     }
 }
 
-/// Bytes `8k..8k+8` of `piece` as a little-endian word, zero-padded past its end (the length is
-/// in the tag, so "ab" and "ab\0" differ).
+/// Bytes `8k..8k+8` of `piece` as a little-endian word, 0xFF past its end (so "ab" and "ab\0"
+/// differ).
 #[inline(always)]
 fn word(piece: &[u8], k: usize) -> u64 {
     let lo = k * 8;
     match piece.get(lo..lo + 8) {
         Some(w) => u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
-        None => piece.get(lo..).unwrap_or(&[]).iter().rev().fold(0u64, |w, &b| (w << 8) | u64::from(b)),
+        None => piece.get(lo..).unwrap_or(&[]).iter().rev().fold(u64::MAX, |w, &b| (w << 8) | u64::from(b)),
     }
 }
 
@@ -319,12 +328,12 @@ mod tests {
         // every pass, each time a BPE again. It now goes to the neighbouring bucket.
         let mut ways: Ways<3, 2> = Ways::new(9, 9);
         let key = |i: u64| [i, !i, 7];
-        let first = ways.bucket_of(&key(0), 10);
-        let same: Vec<u64> = (0..).filter(|&i| ways.bucket_of(&key(i), 10) == first).take(3).collect();
+        let first = ways.bucket_of(&key(0));
+        let same: Vec<u64> = (0..).filter(|&i| ways.bucket_of(&key(i)) == first).take(3).collect();
         let mut bpe = 0;
         for _ in 0..5 {
             for &i in &same {
-                let n = ways.count(key(i), 10, b"piece", |_| {
+                let n = ways.count(key(i), b"piece", |_| {
                     bpe += 1;
                     i as usize + 1
                 });

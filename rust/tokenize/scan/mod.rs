@@ -70,63 +70,81 @@ fn count_with(
     pairs: &Pairs,
     bpe_count: impl Fn(&[u8]) -> usize,
 ) -> usize {
-    memo::with(pattern, |memo| {
-        let Some(memo) = memo else {
-            return piece_by_piece(s, &general, |at, end| bpe_count(s.get(at..end).unwrap_or(&[])));
-        };
-        // The ASCII scanner and the short table's hit path are inlined here; misses and longer
-        // pieces go out of line.
-        let next = |at: usize| match fast(s, at) {
-            Some(end) if end > at && end <= s.len() => end,
-            _ => next_end(s, at, &general),
-        };
-        let lookup = |memo: &mut memo::Memo, at: usize, end: usize| {
-            let len = end - at;
-            if let Some(n) = tiny(s, at, len, pairs) {
-                return n;
+    memo::with(pattern, |memo| match memo {
+        Some(memo) => walk(memo, s, pattern, block, &fast, &general, pairs, &bpe_count),
+        None => piece_by_piece(s, &general, |at, end| bpe_count(s.get(at..end).unwrap_or(&[]))),
+    })
+}
+
+/// The count of `s` through `memo`: the hot loop of every count, out of line on purpose. Why:
+/// inlined into its caller (as fat LTO with one codegen unit did, into the bindings' count and
+/// into the profile test) the loop read the cache's table pointer and size from thread-local
+/// storage on every piece and ran ~9 % slower than the same loop as a function of its own
+/// (`memo_profile` A/B, code, prose and chat, both encodings).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    memo: &mut memo::Memo,
+    s: &[u8],
+    pattern: Pattern,
+    block: fn(&[u8], usize) -> blocks::Starts,
+    fast: &impl Fn(&[u8], usize) -> Option<usize>,
+    general: &impl Fn(&[u8], usize) -> usize,
+    pairs: &Pairs,
+    bpe_count: &impl Fn(&[u8]) -> usize,
+) -> usize {
+    // The ASCII scanner and the short table's hit path are inlined here; misses and longer
+    // pieces go out of line.
+    let next = |at: usize| match fast(s, at) {
+        Some(end) if end > at && end <= s.len() => end,
+        _ => next_end(s, at, general),
+    };
+    let lookup = |memo: &mut memo::Memo, at: usize, end: usize| {
+        let len = end - at;
+        if let Some(n) = tiny(s, at, len, pairs) {
+            return n;
+        }
+        let hit = if len <= 8 { memo.short_hit(s, at, len) } else { None };
+        match hit {
+            Some(c) => c,
+            None => memo.count_in(s, at, end, bpe_count),
+        }
+    };
+    memo.bring_in(s.len());
+    let mut letters = Letters::new(pattern.case());
+    let (mut n, mut at) = (0usize, 0);
+    // Blocks are tried from here on (past the last byte beyond ASCII that stopped one).
+    let mut blocks_from = 0;
+    while at < s.len() {
+        // Every piece a block settles, walked by its starts.
+        if block_from_here(s, at, blocks_from) {
+            let starts = block(s, at);
+            let mut ends = starts.bits & !1 & blocks::upto(starts.settled);
+            let mut from = 0;
+            while ends != 0 {
+                let end = ends.trailing_zeros() as usize;
+                ends &= ends - 1;
+                n = n.saturating_add(keyed(memo, s, at + from, end - from, pairs, bpe_count));
+                from = end;
             }
-            let hit = if len <= 8 { memo.short_hit(s, at, len) } else { None };
-            match hit {
-                Some(c) => c,
-                None => memo.count_in(s, at, end, &bpe_count),
-            }
-        };
-        memo.bring_in(s.len());
-        let mut letters = Letters::new(pattern.case());
-        let (mut n, mut at) = (0usize, 0);
-        // Blocks are tried from here on (past the last byte beyond ASCII that stopped one).
-        let mut blocks_from = 0;
-        while at < s.len() {
-            // Every piece a block settles, walked by its starts.
-            if block_from_here(s, at, blocks_from) {
-                let starts = block(s, at);
-                let mut ends = starts.bits & !1 & blocks::upto(starts.settled);
-                let mut from = 0;
-                while ends != 0 {
-                    let end = ends.trailing_zeros() as usize;
-                    ends &= ends - 1;
-                    n = n.saturating_add(keyed(memo, s, at + from, end - from, pairs, &bpe_count));
-                    from = end;
-                }
-                if from > 0 {
-                    at += from;
-                    continue;
-                }
-                if let Some(h) = starts.high_at {
-                    blocks_from = at + h + 1;
-                }
-            }
-            if let Some(len) = letters.word(s, at) {
-                n = n.saturating_add(keyed(memo, s, at, len, pairs, &bpe_count));
-                at += len;
+            if from > 0 {
+                at += from;
                 continue;
             }
-            let end = next(at);
-            n = n.saturating_add(lookup(memo, at, end));
-            at = end;
+            if let Some(h) = starts.high_at {
+                blocks_from = at + h + 1;
+            }
         }
-        n
-    })
+        if let Some(len) = letters.word(s, at) {
+            n = n.saturating_add(keyed(memo, s, at, len, pairs, bpe_count));
+            at += len;
+            continue;
+        }
+        let end = next(at);
+        n = n.saturating_add(lookup(memo, at, end));
+        at = end;
+    }
+    n
 }
 
 /// The count of the piece of `len` bytes at `s[at..]`, its key read from the text where it has

@@ -10,53 +10,43 @@
 //! whose bucket is full goes to the neighbouring one if that has room (`home`): two
 //! buckets overflow together far more rarely than one, so recurring pieces stop evicting each
 //! other. Buckets that hold a piece are marked (`held`) so `read_through` can load just those.
+//!
+//! A key is the whole of what makes a piece distinct: the caller fills the bytes past a piece with
+//! 0xFF, which UTF-8 never holds, so pieces of different lengths have different keys and a
+//! lookup is one compare a word (`Memo` says how keys are made). Why not a length tag beside the
+//! key, as before: its compare doubled the work of a way, and the fold of both compares compiled
+//! differently with fat LTO (xor and or chains, ~9 instructions a way, 15-19 % slower counts of
+//! code and chat than the same source without LTO, `memo_profile`).
 
-/// One entry: the key (`N` words), then its tag (0: empty; else set by the caller, who compares
-/// it with the key, so a hit is exact) in the low half of one word and the count in the high
-/// half: a lookup loads the word to compare the tag, so the count comes with it.
-#[derive(Clone, Copy)]
-pub struct Slot<const N: usize> {
-    key: [u64; N],
-    tag_count: u64,
-}
+/// The key of an empty slot: all bytes 0xFF, which no piece's key is (its first byte is the
+/// piece's own).
+const EMPTY: u64 = u64::MAX;
 
-impl<const N: usize> Slot<N> {
-    fn new(key: [u64; N], tag: u32, count: u32) -> Self {
-        Slot { key, tag_count: u64::from(tag) | u64::from(count) << 32 }
-    }
-
-    fn tag(&self) -> u32 {
-        self.tag_count as u32
-    }
-}
-
-/// A bucket's slots as columns (keys, then tags and counts), so the ways are compared side by
-/// side.
+/// A bucket's slots as columns (keys, then counts), so the ways are compared side by side.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Bucket<const N: usize, const W: usize> {
     /// Newest first.
     keys: [[u64; N]; W],
-    tag_counts: [u64; W],
+    counts: [u32; W],
 }
 
 impl<const N: usize, const W: usize> Bucket<N, W> {
-    fn slot(&self, w: usize) -> Option<Slot<N>> {
-        Some(Slot { key: *self.keys.get(w)?, tag_count: *self.tag_counts.get(w)? })
-    }
-
     /// Whether it holds a piece (slots fill from the front).
     fn holds_any(&self) -> bool {
-        self.tag_counts.first().is_some_and(|&tc| tc as u32 != EMPTY_TAG)
+        self.keys.first().is_some_and(|k| k[0] != EMPTY)
     }
 
     /// Whether every slot holds a piece (the next one in pushes the oldest out).
     fn is_full(&self) -> bool {
-        self.tag_counts.last().is_some_and(|&tc| tc as u32 != EMPTY_TAG)
+        self.keys.last().is_some_and(|k| k[0] != EMPTY)
+    }
+
+    /// The pieces it holds, oldest first.
+    fn held(&self) -> impl Iterator<Item = ([u64; N], u32)> + '_ {
+        self.keys.iter().zip(self.counts).rev().filter(|(k, _)| k[0] != EMPTY).map(|(k, c)| (*k, c))
     }
 }
-
-pub const EMPTY_TAG: u32 = 0;
 
 /// `1 << bits` buckets, growing (keeping what they hold) to `1 << max_bits`.
 pub struct Ways<const N: usize, const W: usize> {
@@ -80,47 +70,53 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         Ways { buckets, bits, max_bits, fills: 0, evictions: 0, held, in_use: 0 }
     }
 
-    /// The count stored for `key` and `tag`, if any.
+    /// The count stored for `key`, if any.
     ///
-    /// Every way is compared and the matching one's count kept, with no branch on which way it
-    /// is: a search that stopped at the match mispredicted about every other piece (the way a
-    /// piece sits in changes from piece to piece). A count is never 0 (pieces are not empty), so
-    /// 0 means none matched.
+    /// Every way is compared, each compare a bit of a mask, and the count read from the way the
+    /// mask's lowest bit names: the only branch is hit or miss. A search that stopped at the
+    /// match mispredicted about every other piece (the way a piece sits in changes from piece to
+    /// piece), and a select of each way's count compiled to branches in some builds.
     ///
     /// Only the piece's own bucket: one that went to the neighbour (`home`) is found by `count`,
     /// the out-of-line path, so the inlined hit stays one bucket's compare.
     #[inline(always)]
-    pub fn get(&self, key: &[u64; N], tag: u32) -> Option<usize> {
-        self.get_at(index(key, tag, self.bits), key, tag)
+    pub fn get(&self, key: &[u64; N]) -> Option<usize> {
+        self.get_at(index(key, self.bits), key)
     }
 
     /// `get` in bucket `at`. (Written as the loop it is: the same compare as a separate
     /// function called with `map_or` compiled to ~10 more instructions a piece, measured.)
     #[inline(always)]
-    fn get_at(&self, at: usize, key: &[u64; N], tag: u32) -> Option<usize> {
+    fn get_at(&self, at: usize, key: &[u64; N]) -> Option<usize> {
         let b = self.buckets.get(at)?;
-        let mut found = 0u64;
-        for (k, &tc) in b.keys.iter().zip(&b.tag_counts) {
-            let differ = k.iter().zip(key).fold((tc ^ u64::from(tag)) & u64::from(u32::MAX), |d, (a, b)| d | (a ^ b));
-            found |= tc & u64::from(differ == 0).wrapping_neg();
+        let mut matched = 0u32;
+        for (w, k) in b.keys.iter().enumerate() {
+            let same = k.iter().zip(key).fold(true, |same, (a, b)| same & (a == b));
+            matched |= u32::from(same) << w;
         }
-        let count = (found >> 32) as usize;
-        (count != 0).then_some(count)
+        if matched == 0 {
+            return None;
+        }
+        b.counts.get(matched.trailing_zeros() as usize).map(|&c| c as usize)
     }
 
     /// The count of `key`, from the table (its bucket or the neighbour's) or from `count` (then
-    /// stored in front of the bucket `home` picks, pushing out the oldest of a full one).
+    /// stored in front of the bucket `home` picks, pushing out the oldest of a full one). A key
+    /// of all 0xFF bytes (an empty slot's; no piece has it) is counted and not stored.
     #[inline(always)]
-    pub fn count(&mut self, key: [u64; N], tag: u32, piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
-        let own = index(&key, tag, self.bits);
-        if let Some(n) = self.get_at(own, &key, tag).or_else(|| self.get_at(own ^ 1, &key, tag)) {
+    pub fn count(&mut self, key: [u64; N], piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
+        let own = index(&key, self.bits);
+        if let Some(n) = self.get_at(own, &key).or_else(|| self.get_at(own ^ 1, &key)) {
             return n;
         }
         let n = count(piece);
         let Ok(stored) = u32::try_from(n) else { return n };
+        if key[0] == EMPTY {
+            return n;
+        }
         let at = home(&self.buckets, own);
         let Some(b) = self.buckets.get_mut(at) else { return n };
-        let evicted = push(b, Slot::new(key, tag, stored));
+        let evicted = push(b, key, stored);
         self.in_use += usize::from(mark(&mut self.held, at));
         self.evictions += usize::from(evicted);
         self.fills += 1;
@@ -140,10 +136,10 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         let bits = self.bits + 1;
         let mut buckets = empty::<N, W>(bits);
         for b in self.buckets.iter() {
-            for slot in (0..W).rev().filter_map(|w| b.slot(w)).filter(|s| s.tag() != EMPTY_TAG) {
-                let at = home(&buckets, index(&slot.key, slot.tag(), bits));
+            for (key, count) in b.held() {
+                let at = home(&buckets, index(&key, bits));
                 if let Some(to) = buckets.get_mut(at) {
-                    push(to, slot);
+                    push(to, key, count);
                 }
             }
         }
@@ -170,16 +166,16 @@ impl<const N: usize, const W: usize> Ways<N, W> {
             while bits != 0 {
                 let at = i * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                x ^= self.buckets.get(at).map_or(0, |b| b.tag_counts.first().copied().unwrap_or(0));
+                x ^= self.buckets.get(at).map_or(0, |b| b.keys.first().map_or(0, |k| k[0]));
             }
         }
         x
     }
 
-    /// The bucket `key` and `tag` hash to.
+    /// The bucket `key` hashes to.
     #[cfg(test)]
-    pub fn bucket_of(&self, key: &[u64; N], tag: u32) -> usize {
-        index(key, tag, self.bits)
+    pub fn bucket_of(&self, key: &[u64; N]) -> usize {
+        index(key, self.bits)
     }
 
     /// Whether `held` and `in_use` say what the buckets hold.
@@ -209,14 +205,14 @@ fn home<const N: usize, const W: usize>(buckets: &[Bucket<N, W>], at: usize) -> 
     }
 }
 
-/// Puts `slot` in front of bucket `b`; whether a stored piece fell off the end.
+/// Puts `key` and its count in front of bucket `b`; whether a stored piece fell off the end.
 #[inline]
-fn push<const N: usize, const W: usize>(b: &mut Bucket<N, W>, slot: Slot<N>) -> bool {
+fn push<const N: usize, const W: usize>(b: &mut Bucket<N, W>, key: [u64; N], count: u32) -> bool {
     let evicted = b.is_full();
     b.keys.rotate_right(1);
-    b.tag_counts.rotate_right(1);
-    if let (Some(key), Some(tc)) = (b.keys.first_mut(), b.tag_counts.first_mut()) {
-        (*key, *tc) = (slot.key, slot.tag_count);
+    b.counts.rotate_right(1);
+    if let (Some(k), Some(c)) = (b.keys.first_mut(), b.counts.first_mut()) {
+        (*k, *c) = (key, count);
     }
     evicted
 }
@@ -240,18 +236,16 @@ fn mark(held: &mut [u64], at: usize) -> bool {
 }
 
 fn empty<const N: usize, const W: usize>(bits: u32) -> Box<[Bucket<N, W>]> {
-    let slot = Slot::new([0; N], EMPTY_TAG, 0);
-    vec![Bucket { keys: [slot.key; W], tag_counts: [slot.tag_count; W] }; 1 << bits].into_boxed_slice()
+    vec![Bucket { keys: [[EMPTY; N]; W], counts: [0; W] }; 1 << bits].into_boxed_slice()
 }
 
-/// The bucket of a key. Multiplicative mixing wraps by design (a hash, not a count).
+/// The bucket of a key: the top bits of each word times an odd constant (Fibonacci hashing; for
+/// the short table's one word, one multiply), so every byte of the key moves them. Multiplicative
+/// mixing wraps by design (a hash, not a count).
 #[inline(always)]
-fn index<const N: usize>(key: &[u64; N], tag: u32, bits: u32) -> usize {
+fn index<const N: usize>(key: &[u64; N], bits: u32) -> usize {
     const MIX: [u64; 3] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9];
-    let mut h = u64::from(tag);
-    for (k, (&w, &m)) in key.iter().zip(MIX.iter()).enumerate() {
-        h ^= w.wrapping_mul(m).rotate_left(23 * k as u32);
-    }
-    let h = (h ^ (h >> 31)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    // Not rotated: a product's top bits depend on every bit of its word, a rotated one's not.
+    let h = key.iter().zip(MIX.iter()).fold(0u64, |h, (&w, &m)| h ^ w.wrapping_mul(m));
     (h >> (64 - bits)) as usize
 }
