@@ -45,9 +45,9 @@ pub struct Memo {
     long: Ways<3, 2>,
 }
 
-/// The third word of a digest's key.
+/// The third word of a digest's key (lengths past 2^56 bytes, which no text has, share one).
 fn digest_tail(len: usize) -> u64 {
-    (len as u64) << 8 | 0xFF
+    u64::try_from(len).map_or(u64::MAX, |l| l.saturating_mul(256) | 0xFF)
 }
 
 /// The first `keep` (1..=8) bytes of `w`, with 0xFF past them.
@@ -320,6 +320,33 @@ mod tests {
         // Reading them through answers nothing differently.
         memo.bring_in(usize::MAX);
         assert_eq!(memo.count(b"1f", |_| 0), 2);
+    }
+
+    #[test]
+    fn a_key_that_reads_as_an_empty_slot_is_counted_and_not_stored() {
+        // An empty slot's first word is all 0xFF; no piece's key starts so (its first byte is
+        // the piece's own), but a digest's low word could: such a key must not be stored, or
+        // the bucket would read as empty and the piece be lost to the next push.
+        let mut ways: Ways<3, 2> = Ways::new(9, 9);
+        let mut bpe = 0;
+        for _ in 0..3 {
+            let n = ways.count([u64::MAX, 1, 2], b"piece", |_| {
+                bpe += 1;
+                5
+            });
+            assert_eq!(n, 5);
+        }
+        assert_eq!(bpe, 3, "counted every time");
+        assert!(ways.held_is_exact() && ways.in_use() == 0);
+        // Pieces of different lengths never share a key: their bytes past the shorter one's end
+        // differ from the 0xFF that fills its key.
+        let mut memo = Memo::new();
+        for (piece, n) in [(&b"ab"[..], 1), (b"ab\0", 2), (b"ab\0\0\0\0\0\0", 3), (b"ab\0\0\0\0\0\0\0", 4)] {
+            assert_eq!(memo.count(piece, |_| n), n);
+        }
+        for (piece, n) in [(&b"ab"[..], 1), (b"ab\0", 2), (b"ab\0\0\0\0\0\0", 3), (b"ab\0\0\0\0\0\0\0", 4)] {
+            assert_eq!(memo.count(piece, |_| 99), n, "{piece:?}");
+        }
     }
 
     #[test]
