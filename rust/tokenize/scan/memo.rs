@@ -35,9 +35,10 @@ const BRING_IN_BYTES: usize = 8;
 /// The keys. A piece is UTF-8 (the scanners take `&str`), and UTF-8 never holds the byte 0xFF,
 /// so a key is the piece's bytes as little-endian words with 0xFF in every byte past its end:
 /// two pieces have the same key only when they are the same bytes, whatever their lengths, and
-/// no key is all 0xFF (an empty slot). A piece longer than `INLINE` is keyed by its xxh3-128
-/// digest and `digest_tail(len)`, whose low byte 0xFF no inline key's third word has (its byte
-/// 16 is the piece's own, or the word is all 0xFF).
+/// no inline key starts with a word of all 0xFF (an empty slot). A piece longer than `INLINE` is
+/// keyed by its xxh3-128 digest and `digest_tail(len)`, which no inline key's third word is: that
+/// word is either all 0xFF (pieces of up to 16 bytes; a digest's tail has a zero top byte) or
+/// has the piece's byte 16, never 0xFF, as its low byte (the tail's low byte is 0xFF).
 pub struct Memo {
     /// Four ways of one word: pieces of up to 8 bytes.
     short: Ways<1, 4>,
@@ -341,10 +342,11 @@ mod tests {
         // Pieces of different lengths never share a key: their bytes past the shorter one's end
         // differ from the 0xFF that fills its key.
         let mut memo = Memo::new();
-        for (piece, n) in [(&b"ab"[..], 1), (b"ab\0", 2), (b"ab\0\0\0\0\0\0", 3), (b"ab\0\0\0\0\0\0\0", 4)] {
+        let pieces = [(&b"ab"[..], 1), (b"ab\0", 2), (b"ab\0\0\0\0\0\0", 3), (b"ab\0\0\0\0\0\0\0", 4)];
+        for (piece, n) in pieces {
             assert_eq!(memo.count(piece, |_| n), n);
         }
-        for (piece, n) in [(&b"ab"[..], 1), (b"ab\0", 2), (b"ab\0\0\0\0\0\0", 3), (b"ab\0\0\0\0\0\0\0", 4)] {
+        for (piece, n) in pieces {
             assert_eq!(memo.count(piece, |_| 99), n, "{piece:?}");
         }
     }

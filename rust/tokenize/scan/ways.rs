@@ -18,8 +18,8 @@
 //! differently with fat LTO (xor and or chains, ~9 instructions a way, 15-19 % slower counts of
 //! code and chat than the same source without LTO, `memo_profile`).
 
-/// The key of an empty slot: all bytes 0xFF, which no piece's key is (its first byte is the
-/// piece's own).
+/// The first word of an empty slot's key: all bytes 0xFF, which no inline key's first word is
+/// (its first byte is the piece's own). A digest's may be; `count` does not store such a key.
 const EMPTY: u64 = u64::MAX;
 
 /// A bucket's slots as columns (keys, then counts), so the ways are compared side by side.
