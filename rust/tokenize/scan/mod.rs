@@ -117,19 +117,13 @@ fn walk(
     // Blocks are tried from here on (past the last byte beyond ASCII that stopped one).
     let mut blocks_from = 0;
     while at < s.len() {
-        // Every piece a block settles, walked by its starts.
+        // Every piece a block settles, counted by length (`settled`); then on from its last end.
         if block_from_here(s, at, blocks_from) {
             let starts = block(s, at);
-            let mut ends = starts.bits & !1 & blocks::upto(starts.settled);
-            let mut from = 0;
-            while ends != 0 {
-                let end = ends.trailing_zeros() as usize;
-                ends &= ends - 1;
-                n = n.saturating_add(keyed(memo, s, at + from, end - from, pairs, bpe_count));
-                from = end;
-            }
-            if from > 0 {
-                at += from;
+            let ends = starts.bits & !1 & blocks::upto(starts.settled);
+            if ends != 0 {
+                n = n.saturating_add(settled(memo, s, at, ends, pairs, bpe_count));
+                at += 63 - ends.leading_zeros() as usize;
                 continue;
             }
             if let Some(h) = starts.high_at {
@@ -148,14 +142,72 @@ fn walk(
     n
 }
 
+/// The count of the pieces a block settled: those of `s` from `at` to its last end, `ends` (bit
+/// i: a piece ends at `at + i`; not 0). By length, not in order, each length a loop of its own
+/// over a mask: pieces of one byte are one token each (a bit count), those of two are counted
+/// from `pairs`, those of up to eight looked up in the short table, longer ones by a key of
+/// sixteen bytes or the long path. Why: taken in order, each piece's length chose its path, a
+/// branch the text decides (one, two, up to eight or more bytes alternate from piece to piece
+/// in code), mispredicted on about two pieces in five (cachegrind, code); here each loop's only
+/// data-dependent branch is its exit. Measured with fat LTO (`memo_profile`, medians of seven,
+/// cl100k): code 482 -> 555 MB/s, chat 396 -> 516, JSON 352 -> 420.
+#[inline(always)]
+fn settled(memo: &mut memo::Memo, s: &[u8], at: usize, ends: u64, pairs: &Pairs, bpe_count: &impl Fn(&[u8]) -> usize) -> usize {
+    let last = 63 - ends.leading_zeros();
+    // Where the pieces begin: the block's start and every end but the last.
+    let begins = (ends | 1) & !(u64::MAX << last);
+    // The end of the piece that begins at `i` (< last): the next end above it.
+    let end = |i: u32| i + 1 + (ends >> (i + 1)).trailing_zeros();
+    // Pieces of one byte, and pieces of up to eight (an end within eight bytes of the begin).
+    let single = begins & (ends >> 1);
+    let within2 = (ends >> 1) | (ends >> 2);
+    let within4 = within2 | (within2 >> 2);
+    let within8 = within4 | (within4 >> 4);
+    let mut n = single.count_ones() as usize;
+    let double = begins & (ends >> 2) & !single;
+    let mut twos = double;
+    while twos != 0 {
+        let from = at + twos.trailing_zeros() as usize;
+        twos &= twos - 1;
+        let a = s.get(from).copied().unwrap_or(0);
+        let b = s.get(from + 1).copied().unwrap_or(0);
+        n = n.saturating_add(pairs.count(a, b, 2));
+    }
+    let mut short = begins & within8 & !single & !double;
+    while short != 0 {
+        let i = short.trailing_zeros();
+        short &= short - 1;
+        let (from, len) = (at + i as usize, (end(i) - i) as usize);
+        let c = match memo.short_hit(s, from, len) {
+            Some(c) => c,
+            None => memo.count_in(s, from, from + len, bpe_count),
+        };
+        n = n.saturating_add(c);
+    }
+    let mut long = begins & !within8;
+    while long != 0 {
+        let i = long.trailing_zeros();
+        long &= long - 1;
+        n = n.saturating_add(key16(memo, s, at + i as usize, (end(i) - i) as usize, bpe_count));
+    }
+    n
+}
+
 /// The count of the piece of `len` bytes at `s[at..]`, its key read from the text where it has
 /// 16 bytes. A function, not a closure, so it can be marked for inlining: as a closure called
 /// from both walks LLVM kept it out of line, a call a piece with a prologue saving six registers.
 #[inline(always)]
 fn keyed(memo: &mut memo::Memo, s: &[u8], at: usize, len: usize, pairs: &Pairs, bpe_count: &impl Fn(&[u8]) -> usize) -> usize {
-    if let Some(n) = tiny(s, at, len, pairs) {
-        return n;
+    match tiny(s, at, len, pairs) {
+        Some(n) => n,
+        None => key16(memo, s, at, len, bpe_count),
     }
+}
+
+/// The count of the piece of `len` (> 2) bytes at `s[at..]`: by its key of sixteen bytes when
+/// it is shorter, else (or on a miss) the long way.
+#[inline(always)]
+fn key16(memo: &mut memo::Memo, s: &[u8], at: usize, len: usize, bpe_count: &impl Fn(&[u8]) -> usize) -> usize {
     let hit = match memo::load16(s, at) {
         Some(b) if len < 16 => memo.key_hit(b, len),
         // The text's last bytes: the same key from a padded copy.

@@ -225,14 +225,18 @@ fn memo_profile() {
     let mut flush = vec![0u8; flush_mb << 20];
     let mut took = std::time::Duration::ZERO;
     let mut n = 0;
+    let misses = std::cell::Cell::new(0usize);
     for pass in 0..passes {
         flush.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(pass as u8));
         let t = std::time::Instant::now();
-        n += super::count(pattern, &text, pairs_of(pattern), |p| bpe.count(p));
+        n += super::count(pattern, &text, pairs_of(pattern), |p| {
+            misses.set(misses.get() + 1);
+            bpe.count(p)
+        });
         took += t.elapsed();
     }
     let slots = super::memo::with(pattern, |m| m.map(|m| m.slots()));
-    eprintln!("{:.0} MB/s ({n} tokens, {pieces} pieces a pass; cache slots short, long: {slots:?})", passes as f64 * text.len() as f64 / 1e6 / took.as_secs_f64());
+    eprintln!("{:.0} MB/s ({n} tokens, {pieces} pieces a pass, {} missed; cache slots short, long: {slots:?})", passes as f64 * text.len() as f64 / 1e6 / took.as_secs_f64(), misses.get() / passes.max(1));
 }
 
 
@@ -289,5 +293,36 @@ fn long_texts_of_the_block_alphabet() {
             text.push_str(BLOCK_ALPHABET[(offset + (rng.next() as usize % kinds)) % BLOCK_ALPHABET.len()]);
         }
         same(&text);
+    }
+}
+
+#[test]
+fn counts_equal_the_bpe_of_the_regex_pieces() {
+    // The count walks a block's pieces by length (one byte, up to eight, longer), not in order:
+    // every length class, the block's edges and the cache's reuse across texts, against the BPE
+    // of the regex's pieces. Longer words than the block alphabet's give pieces of 9-24 bytes
+    // and past 24 (the long table's inline and digest keys).
+    let words = ["abcdefghij", "          ", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh", "\n\n\n        ", "'re", "1234567"];
+    let mut rng = Rng(0xC0_0A75);
+    for round in 0..1500 {
+        let len = 20 + (rng.next() % 200) as usize;
+        let mut text = String::new();
+        for _ in 0..len {
+            let r = rng.next() as usize;
+            if r % 5 == 0 {
+                text.push_str(words[(r / 5) % words.len()]);
+            } else {
+                text.push_str(BLOCK_ALPHABET[(r / 5) % BLOCK_ALPHABET.len()]);
+            }
+        }
+        for pattern in [Pattern::O200k, Pattern::Cl100k] {
+            let bpe = match pattern {
+                Pattern::O200k => &bpe_openai::o200k_base().bpe,
+                Pattern::Cl100k => &bpe_openai::cl100k_base().bpe,
+            };
+            let expected: usize = regex_pieces(pattern, &text).iter().map(|p| bpe.count(p.as_bytes())).sum();
+            let counted = super::count(pattern, &text, pairs_of(pattern), |p| bpe.count(p));
+            assert_eq!(counted, expected, "{pattern:?} round {round}: {text:?}");
+        }
     }
 }
