@@ -48,6 +48,8 @@ pub struct Starts {
 /// One bit a byte of the block.
 #[derive(Default)]
 struct Classes {
+    /// `[A-Za-z]`; o200k also needs the two apart (`upper`, `lower`), cl100k only this.
+    letter: u64,
     upper: u64,
     lower: u64,
     digit: u64,
@@ -77,7 +79,14 @@ impl Chunk {
     /// The lanes whose byte is in `lo..=hi`.
     #[inline(always)]
     fn range(self, lo: u8, hi: u8) -> u8x16 {
-        self.v.max(u8x16::splat(lo)).min(u8x16::splat(hi)).cmp_eq(self.v)
+        in_range(self.v, lo, hi)
+    }
+
+    /// The lanes that hold an ASCII letter: one range, as setting bit 5 folds `A-Z` onto `a-z`
+    /// and moves no other byte into it.
+    #[inline(always)]
+    fn letter(self) -> u8x16 {
+        in_range(self.v | u8x16::splat(0x20), b'a', b'z')
     }
 
     /// The lanes whose byte is `b`.
@@ -85,6 +94,12 @@ impl Chunk {
     fn eq(self, b: u8) -> u8x16 {
         self.v.cmp_eq(u8x16::splat(b))
     }
+}
+
+/// The lanes of `v` whose byte is in `lo..=hi`.
+#[inline(always)]
+fn in_range(v: u8x16, lo: u8, hi: u8) -> u8x16 {
+    v.max(u8x16::splat(lo)).min(u8x16::splat(hi)).cmp_eq(v)
 }
 
 /// The block's four chunks.
@@ -99,12 +114,16 @@ fn chunks(block: &[u8; SPAN]) -> impl Iterator<Item = Chunk> + '_ {
 
 // Inlined into the rules: out of line, its nine masks went back through memory (1 % of a count).
 #[inline(always)]
-fn classify(block: &[u8; SPAN]) -> Classes {
+fn classify<const O200K: bool>(block: &[u8; SPAN]) -> Classes {
     let mut c = Classes::default();
     for ch in chunks(block) {
         let space = ch.eq(b' ');
-        c.upper |= ch.bits(ch.range(b'A', b'Z'));
-        c.lower |= ch.bits(ch.range(b'a', b'z'));
+        if O200K {
+            c.upper |= ch.bits(ch.range(b'A', b'Z'));
+            c.lower |= ch.bits(ch.range(b'a', b'z'));
+        } else {
+            c.letter |= ch.bits(ch.letter());
+        }
         c.digit |= ch.bits(ch.range(b'0', b'9'));
         c.white |= ch.bits(ch.range(b'\t', b'\r') | space);
         c.newline |= ch.bits(ch.eq(b'\n') | ch.eq(b'\r'));
@@ -154,6 +173,19 @@ fn runs_from(m: u64, seeds: u64) -> u64 {
     (m.wrapping_add(seeds) ^ m) & m
 }
 
+/// The bits of `m` from which the run of `m` upwards reaches a bit of `seeds` (a subset of `m`):
+/// runs filled downwards from their seeds, in doubling steps (no carry runs that way).
+#[inline(always)]
+fn down_through(seeds: u64, m: u64) -> u64 {
+    let (mut filled, mut all) = (seeds, m);
+    for step in [1, 2, 4, 8, 16, 32] {
+        // `all`: the bits from which the next `step` bits up are all in `m`.
+        filled |= (filled >> step) & all;
+        all &= all >> step;
+    }
+    filled
+}
+
 /// The piece starts of o200k_base in `s` from `at` (a piece start), for the block's ASCII bytes.
 pub fn o200k(s: &[u8], at: usize) -> Starts {
     starts::<true>(s, at)
@@ -180,9 +212,9 @@ fn starts<const O200K: bool>(s: &[u8], at: usize) -> Starts {
             &padded
         }
     };
-    let c = classify(block);
+    let c = classify::<O200K>(block);
     let valid = below(n);
-    let letter = c.upper | c.lower;
+    let letter = if O200K { c.upper | c.lower } else { c.letter };
     // English punctuation past ASCII (curly quotes, dashes) counts as symbols; any other byte
     // past ASCII ends what the block knows.
     let punctuation = if c.high & valid != 0 { punctuation(block) } else { 0 };
@@ -236,9 +268,9 @@ fn starts<const O200K: bool>(s: &[u8], at: usize) -> Starts {
     let white = c.white & !tail;
     let spaces = white & !c.newline;
     let run_start = white & !prev(white);
-    let (rw, rs, rn) = (white.reverse_bits(), spaces.reverse_bits(), (white & c.newline).reverse_bits());
-    let last_newline = (rs.wrapping_add(rs & !(rw << 1)) & rn).reverse_bits();
-    let after_newline = prev(last_newline) & spaces;
+    // After a run's last newline: a space after a newline whose spaces reach the run's end (a
+    // byte that is not whitespace, or the block's), found by spreading that end down the spaces.
+    let after_newline = down_through(spaces & !next(white), spaces) & prev(white & c.newline);
     let mut white_end = spaces & !next(white);
     if ends_text && known == n {
         white_end &= !(1u64.checked_shl(n.saturating_sub(1) as u32).unwrap_or(0));

@@ -326,3 +326,17 @@ fn counts_equal_the_bpe_of_the_regex_pieces() {
         }
     }
 }
+
+#[test]
+fn space_runs_after_a_newline_of_every_length_and_offset() {
+    // What follows a run's last newline is found by filling the spaces down from the run's end in
+    // doubling steps: runs of every length up to past a block, ending on a word, a newline or the
+    // text's end, at every offset in the block.
+    for lead in 0..66 {
+        for spaces in 0..70 {
+            for end in ["x", "\n", "\n  y", ""] {
+                same(&format!("{}\n{}{end}", "a".repeat(lead), " ".repeat(spaces)));
+            }
+        }
+    }
+}
