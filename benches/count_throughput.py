@@ -21,6 +21,10 @@ calling thread alone.
 Every count is checked against tiktoken's `encode_ordinary` first. Figures are MB/s of UTF-8,
 medians of the samples, contenders interleaved sample by sample (the machine is shared): the
 steady ones first, each right after a tiktoken count of the same text, then the cold ones.
+"steady, paired" is the median of each sample's own ratio (fastokens' time ÷ ctxfast's, the two
+counts a few tens of milliseconds apart): on a shared host whose speed drifts by a quarter
+between minutes, it compares the two at the same moment, where the ratio of the two medians
+can pair one's fast minute with the other's slow one.
 ``python benches/count_throughput.py`` prints the table (``--quick``: one sample, what CI runs).
 """
 
@@ -156,7 +160,10 @@ def measure(encoding: str, kind: str, text: str, samples: int) -> dict[str, Any]
         for name in alternating(cold, s):
             timed(name, cold[name](), body, expected[s])
     mb = len(second.encode()) / 1e6
-    return {"encoding": encoding, "kind": kind, "mb": mb,
+    # Each sample's two steady counts ran back to back: the median of their ratios leaves out
+    # the slow and fast phases of a shared machine that a ratio of medians keeps.
+    paired = statistics.median(f / o for o, f in zip(times["ctxfast steady"], times["fastokens steady"]))
+    return {"encoding": encoding, "kind": kind, "mb": mb, "steady paired": paired,
             **{k: mb / statistics.median(v) for k, v in times.items()}}
 
 
@@ -170,14 +177,14 @@ def report(rows: list[dict[str, Any]]) -> str:
     out = []
     for enc in ENCODINGS:
         out += [f"**{enc}**, MB/s (ctxfast ÷ fastokens)", "",
-                "| text (MB) | ctxfast cold | fastokens cold | ctxfast steady | fastokens steady | tiktoken |",
-                "|---|---:|---:|---:|---:|---:|"]
+                "| text (MB) | ctxfast cold | fastokens cold | ctxfast steady | fastokens steady | steady, paired | tiktoken |",
+                "|---|---:|---:|---:|---:|---:|---:|"]
         for r in (r for r in rows if r["encoding"] == enc):
             cold = r["ctxfast cold"] / r["fastokens cold"]
             steady = r["ctxfast steady"] / r["fastokens steady"]
             out.append(f"| {r['kind']} ({r['mb']:.2f}) | **{r['ctxfast cold']:.0f}** ({cold:.2f}×) | "
                        f"{r['fastokens cold']:.0f} | **{r['ctxfast steady']:.0f}** ({steady:.2f}×) | "
-                       f"{r['fastokens steady']:.0f} | {r['tiktoken']:.0f} |")
+                       f"{r['fastokens steady']:.0f} | {r['steady paired']:.2f}× | {r['tiktoken']:.0f} |")
         out.append("")
     return "\n".join(out)
 

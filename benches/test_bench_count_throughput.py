@@ -10,4 +10,5 @@ def test_every_contender_counts_exactly() -> None:
     rows = count_throughput.run(quick=True)
     assert {(r["encoding"], r["kind"]) for r in rows} == {
         (e, k) for e in count_throughput.ENCODINGS for k in count_throughput.KINDS}
-    assert all(r[c] > 0 for r in rows for c in ("ctxfast cold", "ctxfast steady", "fastokens cold", "fastokens steady"))
+    assert all(r[c] > 0 for r in rows for c in ("ctxfast cold", "ctxfast steady", "fastokens cold", "fastokens steady", "steady paired"))
+    assert "steady, paired" in count_throughput.report(rows)
