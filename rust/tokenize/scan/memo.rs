@@ -54,10 +54,23 @@ fn digest_tail(len: usize) -> u64 {
 /// The first `keep` (1..=8) bytes of `w`, with 0xFF past them.
 #[inline(always)]
 fn filled(w: u64, keep: usize) -> u64 {
-    // keep is 1..=8, so the shift is 0..=56.
-    let mask = u64::MAX >> (64 - 8 * keep.clamp(1, 8) as u32);
-    (w & mask) | !mask
+    // One load from a table of nine words, where the mask computed from `keep` was nine
+    // instructions on every lookup (a clamp, shifts and a select).
+    w | FILL[keep.min(8)]
 }
+
+/// `FILL[k]`: 0xFF in every byte past the first `k` (1..=8); 0 as 1.
+const FILL: [u64; 9] = {
+    let mut fill = [0u64; 9];
+    let mut k = 0;
+    while k < 8 {
+        // k = 0 keeps one byte, as 1 does.
+        let keep = if k == 0 { 1 } else { k };
+        fill[k] = !(u64::MAX >> (64 - 8 * keep));
+        k += 1;
+    }
+    fill
+};
 
 thread_local! {
     static O200K: RefCell<Option<Memo>> = const { RefCell::new(None) };

@@ -52,6 +52,9 @@ impl<const N: usize, const W: usize> Bucket<N, W> {
 pub struct Ways<const N: usize, const W: usize> {
     buckets: Box<[Bucket<N, W>]>,
     bits: u32,
+    /// `64 - bits`: a key's bucket is its hash shifted down this far (kept, not derived on
+    /// every lookup).
+    shift: u32,
     max_bits: u32,
     /// Pieces stored since the table last grew.
     fills: usize,
@@ -67,7 +70,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     pub fn new(bits: u32, max_bits: u32) -> Self {
         let buckets = empty(bits);
         let held = held_in(&buckets);
-        Ways { buckets, bits, max_bits, fills: 0, evictions: 0, held, in_use: 0 }
+        Ways { buckets, bits, shift: 64 - bits, max_bits, fills: 0, evictions: 0, held, in_use: 0 }
     }
 
     /// The count stored for `key`, if any.
@@ -81,7 +84,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     /// the out-of-line path, so the inlined hit stays one bucket's compare.
     #[inline(always)]
     pub fn get(&self, key: &[u64; N]) -> Option<usize> {
-        self.get_at(index(key, self.bits), key)
+        self.get_at(index(key, self.shift), key)
     }
 
     /// `get` in bucket `at`. (Written as the loop it is: the same compare as a separate
@@ -105,7 +108,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     /// of all 0xFF bytes (an empty slot's; no piece has it) is counted and not stored.
     #[inline(always)]
     pub fn count(&mut self, key: [u64; N], piece: &[u8], count: impl FnOnce(&[u8]) -> usize) -> usize {
-        let own = index(&key, self.bits);
+        let own = index(&key, self.shift);
         if let Some(n) = self.get_at(own, &key).or_else(|| self.get_at(own ^ 1, &key)) {
             return n;
         }
@@ -137,7 +140,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         let mut buckets = empty::<N, W>(bits);
         for b in self.buckets.iter() {
             for (key, count) in b.held() {
-                let at = home(&buckets, index(&key, bits));
+                let at = home(&buckets, index(&key, 64 - bits));
                 if let Some(to) = buckets.get_mut(at) {
                     push(to, key, count);
                 }
@@ -147,6 +150,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         self.in_use = self.held.iter().map(|w| w.count_ones() as usize).sum();
         self.buckets = buckets;
         self.bits = bits;
+        self.shift = 64 - bits;
         self.fills = 0;
         self.evictions = 0;
     }
@@ -175,7 +179,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     /// The bucket `key` hashes to.
     #[cfg(test)]
     pub fn bucket_of(&self, key: &[u64; N]) -> usize {
-        index(key, self.bits)
+        index(key, self.shift)
     }
 
     /// Whether `held` and `in_use` say what the buckets hold.
@@ -243,9 +247,9 @@ fn empty<const N: usize, const W: usize>(bits: u32) -> Box<[Bucket<N, W>]> {
 /// the short table's one word, one multiply), so every byte of the key moves them. Multiplicative
 /// mixing wraps by design (a hash, not a count).
 #[inline(always)]
-fn index<const N: usize>(key: &[u64; N], bits: u32) -> usize {
+fn index<const N: usize>(key: &[u64; N], shift: u32) -> usize {
     const MIX: [u64; 3] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9];
     // Not rotated: a product's top bits depend on every bit of its word, a rotated one's not.
     let h = key.iter().zip(MIX.iter()).fold(0u64, |h, (&w, &m)| h ^ w.wrapping_mul(m));
-    (h >> (64 - bits)) as usize
+    (h >> shift) as usize
 }
