@@ -48,7 +48,8 @@ pub struct Starts {
 /// One bit a byte of the block.
 #[derive(Default)]
 struct Classes {
-    /// `[A-Za-z]`; o200k also needs the two apart (`upper`, `lower`), cl100k only this.
+    /// `[A-Za-z]`, classified for cl100k only: o200k needs `upper` and `lower` apart and joins
+    /// them.
     letter: u64,
     upper: u64,
     lower: u64,

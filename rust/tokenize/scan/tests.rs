@@ -298,7 +298,7 @@ fn long_texts_of_the_block_alphabet() {
 
 #[test]
 fn counts_equal_the_bpe_of_the_regex_pieces() {
-    // The count walks a block's pieces by length (one byte, up to eight, longer), not in order:
+    // The count walks a block's pieces by length (one byte, two, up to eight, longer), not in order:
     // every length class, the block's edges and the cache's reuse across texts, against the BPE
     // of the regex's pieces. Longer words than the block alphabet's give pieces of 9-24 bytes
     // and past 24 (the long table's inline and digest keys).
