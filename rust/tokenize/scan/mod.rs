@@ -296,6 +296,7 @@ impl<'a> Iterator for Pieces<'a> {
         }
         // The count loop's steps in the same order (a block's starts, then the letter masks,
         // then one piece the general way), so the tests of `pieces` against the regex cover them.
+        // (The count takes a block's pieces by length, `settled`: its own tests compare counts.)
         if self.ends == 0 && block_from_here(s, self.at, self.blocks_from) {
             let starts = match self.pattern {
                 Pattern::O200k => blocks::o200k(s, self.at),
