@@ -105,10 +105,10 @@ fn walk(
         if let Some(n) = tiny(s, at, len, pairs) {
             return n;
         }
-        let hit = if len <= 8 { memo.short_hit(s, at, len) } else { None };
-        match hit {
-            Some(c) => c,
-            None => memo.count_in(s, at, end, bpe_count),
+        if len <= 8 {
+            short(memo, s, at, len, bpe_count)
+        } else {
+            memo.count_in(s, at, end, bpe_count)
         }
     };
     memo.bring_in(s.len());
@@ -169,20 +169,14 @@ fn settled(memo: &mut memo::Memo, s: &[u8], at: usize, ends: u64, pairs: &Pairs,
     while twos != 0 {
         let from = at + twos.trailing_zeros() as usize;
         twos &= twos - 1;
-        let a = s.get(from).copied().unwrap_or(0);
-        let b = s.get(from + 1).copied().unwrap_or(0);
-        n = n.saturating_add(pairs.count(a, b, 2));
+        // The piece is in the text, so `tiny` answers; two tokens is a two-byte piece's most.
+        n = n.saturating_add(tiny(s, from, 2, pairs).unwrap_or(2));
     }
-    let mut short = begins & within8 & !single & !double;
-    while short != 0 {
-        let i = short.trailing_zeros();
-        short &= short - 1;
-        let (from, len) = (at + i as usize, (end(i) - i) as usize);
-        let c = match memo.short_hit(s, from, len) {
-            Some(c) => c,
-            None => memo.count_in(s, from, from + len, bpe_count),
-        };
-        n = n.saturating_add(c);
+    let mut shorts = begins & within8 & !single & !double;
+    while shorts != 0 {
+        let i = shorts.trailing_zeros();
+        shorts &= shorts - 1;
+        n = n.saturating_add(short(memo, s, at + i as usize, (end(i) - i) as usize, bpe_count));
     }
     let mut long = begins & !within8;
     while long != 0 {
@@ -191,6 +185,16 @@ fn settled(memo: &mut memo::Memo, s: &[u8], at: usize, ends: u64, pairs: &Pairs,
         n = n.saturating_add(key16(memo, s, at + i as usize, (end(i) - i) as usize, bpe_count));
     }
     n
+}
+
+/// The count of the piece of `len` (up to 8) bytes at `s[at..]`: the short table's hit, inlined,
+/// else the out-of-line path.
+#[inline(always)]
+fn short(memo: &mut memo::Memo, s: &[u8], at: usize, len: usize, bpe_count: &impl Fn(&[u8]) -> usize) -> usize {
+    match memo.short_hit(s, at, len) {
+        Some(c) => c,
+        None => memo.count_in(s, at, at + len, bpe_count),
+    }
 }
 
 /// The count of the piece of `len` bytes at `s[at..]`, its key read from the text where it has

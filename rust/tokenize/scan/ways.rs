@@ -51,9 +51,8 @@ impl<const N: usize, const W: usize> Bucket<N, W> {
 /// `1 << bits` buckets, growing (keeping what they hold) to `1 << max_bits`.
 pub struct Ways<const N: usize, const W: usize> {
     buckets: Box<[Bucket<N, W>]>,
-    bits: u32,
-    /// `64 - bits`: a key's bucket is its hash shifted down this far (kept, not derived on
-    /// every lookup).
+    /// `64 -` the table's bits (`1 << bits` buckets): a key's bucket is its hash shifted down
+    /// this far. Kept rather than the bits, so a lookup does not derive it.
     shift: u32,
     max_bits: u32,
     /// Pieces stored since the table last grew.
@@ -70,7 +69,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     pub fn new(bits: u32, max_bits: u32) -> Self {
         let buckets = empty(bits);
         let held = held_in(&buckets);
-        Ways { buckets, bits, shift: 64 - bits, max_bits, fills: 0, evictions: 0, held, in_use: 0 }
+        Ways { buckets, shift: 64 - bits, max_bits, fills: 0, evictions: 0, held, in_use: 0 }
     }
 
     /// The count stored for `key`, if any.
@@ -132,7 +131,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         // at 1/256 rather than 1/64 counted code 6-12 % faster, chat 1-6 %, the rest even; in
         // cache, even. Growing later instead (denser tables) lost 8-15 %.
         let slots = self.buckets.len() * W;
-        if (self.fills > slots / 8 * W || self.evictions > slots / 256) && self.bits < self.max_bits {
+        if (self.fills > slots / 8 * W || self.evictions > slots / 256) && self.bits() < self.max_bits {
             self.grow();
         }
         n
@@ -141,7 +140,7 @@ impl<const N: usize, const W: usize> Ways<N, W> {
     /// Doubles the table, rehashing what it holds (oldest first, so each keeps its order).
     #[cold]
     fn grow(&mut self) {
-        let bits = self.bits + 1;
+        let bits = self.bits() + 1;
         let mut buckets = empty::<N, W>(bits);
         for b in self.buckets.iter() {
             for (key, count) in b.held() {
@@ -154,10 +153,14 @@ impl<const N: usize, const W: usize> Ways<N, W> {
         self.held = held_in(&buckets);
         self.in_use = self.held.iter().map(|w| w.count_ones() as usize).sum();
         self.buckets = buckets;
-        self.bits = bits;
         self.shift = 64 - bits;
         self.fills = 0;
         self.evictions = 0;
+    }
+
+    /// The table has `1 << bits` buckets.
+    fn bits(&self) -> u32 {
+        64 - self.shift
     }
 
     /// How many buckets hold a piece.
